@@ -1,0 +1,124 @@
+/*
+ * ccomm/hooks.h - the pre, start, post and abort hook chains.
+ *
+ * Every operation passes one door: validate -> identity -> PRE chain ->
+ * engine -> START chain when it starts moving -> POST chain when it
+ * completes (well or badly). When a communicator can no longer make
+ * progress (timeout, peer lost, explicit abort, fatal signal) its ABORT chain
+ * runs before its pending ops fail. ccomm's own flight recorder, clog logger
+ * and tracepoints are subscribers on these same chains.
+ *
+ * A hook is added for one communicator or for all communicators (comm NULL,
+ * including those created later). Chains are read without locks; adding and
+ * removing is safe from any thread at any time, including while ops run.
+ * When cc_hook_remove returns, the hook is not running and will not run
+ * again, so its user data may be freed.
+ *
+ * Hooks run on the thread that moves the op (the caller's thread, a
+ * communicator's progress thread or the watchdog), in the order they were
+ * added, all-comm hooks before per-comm hooks. They must be quick and must
+ * not call ccomm operations on the same communicator.
+ */
+#ifndef CCOMM_HOOKS_H
+#define CCOMM_HOOKS_H
+
+#include "ccomm/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a hook sees of an operation. Borrowed for the duration of the hook. */
+typedef struct cc_op_info {
+    uint64_t op_id;          /* process-wide, from 1, shared by all comms */
+    cc_comm_t *comm;         /* the communicator (borrowed; for cc_comm_* getters) */
+    uint64_t comm_id;        /* the communicator's id, equal on all its ranks */
+    const char *comm_name;   /* e.g. "world", "world.1" */
+    int rank;                /* caller's rank in the comm */
+    int size;                /* ranks in the comm */
+    cc_op_type_t type;       /* CC_OP_ALLREDUCE, CC_OP_SEND, CC_OP_COMM_INIT, ... */
+    uint64_t coll_seq;       /* per-comm collective number from 1; 0 for p2p/lifecycle */
+    uint64_t p2p_seq;        /* per-(comm, peer) number from 1; 0 for collectives */
+    int root;                /* root rank, -1 where none */
+    int peer;                /* peer rank of send/recv, -1 where none */
+    int tag;                 /* p2p tag */
+    cc_dtype_t dtype;        /* CC_DTYPE_COUNT where none */
+    cc_redop_t redop;        /* CC_REDOP_COUNT where none */
+    size_t in_count;         /* elements this rank contributes (sum for v-collectives) */
+    size_t out_count;        /* elements this rank receives (sum for v-collectives) */
+    size_t bytes;            /* bytes of the larger of input and output */
+    const void *sendbuf;     /* caller's buffers (NULL where none) */
+    void *recvbuf;
+    int64_t timeout_ms;      /* deadline of the op */
+    int device;              /* CC_DEVICE_CPU or CUDA ordinal */
+    uint64_t t_enqueue_ns;   /* CLOCK_MONOTONIC times; 0 = not reached */
+    uint64_t t_start_ns;
+    uint64_t t_end_ns;
+    cc_status_t status;      /* POST: the op's result; otherwise CC_INPROGRESS */
+    const char *engine;      /* "native", "nccl" */
+    const char *algorithm;   /* set by the engine once chosen, else NULL */
+    const char *transport;   /* "shm", "tcp", "mixed", or NULL */
+    uint64_t parent_comm_id; /* COMM_INIT of a split/group child: the parent's id, else 0 */
+} cc_op_info_t;
+
+/* What an abort hook sees. Borrowed for the duration of the hook. */
+typedef struct cc_abort_info {
+    cc_comm_t *comm;            /* borrowed */
+    uint64_t comm_id;
+    const char *comm_name;
+    int rank;
+    int size;
+    cc_status_t reason;         /* CC_ERR_TIMEOUT, CC_ERR_PEER_LOST, CC_ERR_ABORTED, ... */
+    const char *message;        /* the cause in words, never NULL */
+    const cc_op_info_t *op;     /* the op that timed out or failed, or NULL */
+    int signal;                 /* the fatal signal on the signal path, else 0 */
+} cc_abort_info_t;
+
+/* PRE: return CC_OK to let the op go, anything else to veto it. A vetoed op
+ * is not enqueued; the POST chain still runs with the veto status so every
+ * subscriber that saw PRE sees an end; the call returns the veto status. */
+typedef cc_status_t (*cc_pre_hook_fn)(const cc_op_info_t *op, void *user);
+/* START and POST. POST runs once per op, on completion, with status and times. */
+typedef void (*cc_op_hook_fn)(const cc_op_info_t *op, void *user);
+/* ABORT. */
+typedef void (*cc_abort_hook_fn)(const cc_abort_info_t *info, void *user);
+
+/* Hook flags. */
+#define CC_HOOK_SIGNAL_SAFE 0x1u /* abort hook uses only async-signal-safe calls and
+                                    may run from the fatal-signal handler */
+
+/* A hook's handle: nonzero, never reused in the life of the process. */
+typedef uint64_t cc_hook_handle_t;
+
+/*
+ * cc_hook_add_{pre,start,post,abort} - add a hook.
+ *   comm   the communicator, or NULL for all communicators (now and later)
+ *   fn     the hook (must not be NULL)
+ *   user   passed back to fn (borrowed until the hook is removed)
+ *   flags  0 or CC_HOOK_SIGNAL_SAFE (abort hooks only)
+ *   handle out: the hook's handle, for cc_hook_remove
+ * Returns CC_OK, CC_ERR_INVALID_ARG (fn or handle NULL, comm invalid, bad
+ * flags), CC_ERR_NO_MEMORY. A hook of a communicator goes away with it.
+ * Thread safety: any thread, any time.
+ */
+CC_API cc_status_t cc_hook_add_pre(cc_comm_t *comm, cc_pre_hook_fn fn, void *user, unsigned flags,
+                                   cc_hook_handle_t *handle);
+CC_API cc_status_t cc_hook_add_start(cc_comm_t *comm, cc_op_hook_fn fn, void *user,
+                                     unsigned flags, cc_hook_handle_t *handle);
+CC_API cc_status_t cc_hook_add_post(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
+                                    cc_hook_handle_t *handle);
+CC_API cc_status_t cc_hook_add_abort(cc_comm_t *comm, cc_abort_hook_fn fn, void *user,
+                                     unsigned flags, cc_hook_handle_t *handle);
+
+/*
+ * cc_hook_remove - remove a hook. When it returns, the hook is not running
+ * on any thread and will not run again. Idempotent: CC_OK the first time,
+ * CC_ERR_NOT_FOUND for a handle already removed (or never issued).
+ * Must not be called from inside a hook. Thread safety: any thread.
+ */
+CC_API cc_status_t cc_hook_remove(cc_hook_handle_t handle);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CCOMM_HOOKS_H */

@@ -1,0 +1,126 @@
+/*
+ * store.h - the bootstrap store: a TCP key/value server and its client.
+ *
+ * ccrun (or rank 0, torchrun style) hosts the server; every rank connects
+ * as a client. Ranks use it to meet (exchange addresses), to agree on ids,
+ * and to coordinate dumps. It is not on any op's data path.
+ *
+ * Every connection proves the job key with an HMAC-SHA256 challenge and
+ * response (OpenSSL libcrypto) before any request, or is refused and the
+ * refusal logged with the client's address. Frames have bounded sizes
+ * (CC__STORE_MAX_KEY, CC__STORE_MAX_VALUE); malformed or oversized frames
+ * close the connection. Every call that waits takes a timeout.
+ *
+ * Thread safety: a client handle may be used by several threads; calls are
+ * serialized on its connection. The server runs on its own thread.
+ */
+#ifndef CC_BOOTSTRAP_STORE_H
+#define CC_BOOTSTRAP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccomm/status.h"
+
+#define CC__STORE_MAX_KEY 512u               /* bytes in a key */
+#define CC__STORE_MAX_VALUE (16u << 20)      /* bytes in a value */
+#define CC__STORE_MAX_KEYS 65536u            /* keys in one multi-key request */
+
+typedef struct cc__store cc__store_t;
+typedef struct cc__store_server cc__store_server_t;
+
+/* --- server --- */
+
+/*
+ * Start a store server listening on `host` ("0.0.0.0", "127.0.0.1", an IP or
+ * a name) and `port` (0 = any free port). `job_key` may be "" (then any
+ * client is accepted and a warning is logged once).
+ * Returns CC_OK; CC_ERR_BUSY (port in use; the log names host:port);
+ * CC_ERR_SYSTEM; CC_ERR_INVALID_ARG.
+ */
+cc_status_t cc__store_server_start(const char *host, int port, const char *job_key,
+                                   cc__store_server_t **out);
+/* The port it listens on (useful with port 0). */
+int cc__store_server_port(const cc__store_server_t *server);
+/* Stop the thread, close every connection, free everything. NULL is ignored. */
+void cc__store_server_stop(cc__store_server_t *server);
+
+/* --- client --- */
+
+/*
+ * Connect to "host:port", retrying until `timeout_ms` passes (the server may
+ * start later than the client), then authenticate with `job_key`.
+ * Returns CC_OK; CC_ERR_TIMEOUT (the log names the address and the last
+ * error); CC_ERR_AUTH (key refused); CC_ERR_INVALID_ARG (bad address).
+ */
+cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t timeout_ms,
+                              cc__store_t **out);
+/* Close the connection and free the handle (and views made from it). NULL ignored. */
+void cc__store_close(cc__store_t *store);
+
+/*
+ * A view of `base` whose keys are all prefixed with `prefix` (e.g.
+ * "comm/2a9f/"). Shares base's connection; must be freed before base with
+ * cc__store_close. Views of views nest their prefixes.
+ */
+cc_status_t cc__store_view(cc__store_t *base, const char *prefix, cc__store_t **out);
+
+/* The local IP address of the connection to the server, as text (for peers). */
+cc_status_t cc__store_local_addr(const cc__store_t *store, char *buf, size_t buflen);
+
+cc_status_t cc__store_set(cc__store_t *store, const char *key, const void *value, size_t len);
+
+/*
+ * Get a key, waiting up to `timeout_ms` for it to exist (0 = do not wait).
+ * *value is new (free with free()), NUL-terminated beyond *len for convenience.
+ * Returns CC_OK; CC_ERR_TIMEOUT (the log names the key); CC_ERR_NOT_FOUND
+ * (timeout_ms == 0 and no such key).
+ */
+cc_status_t cc__store_get(cc__store_t *store, const char *key, void **value, size_t *len,
+                          int64_t timeout_ms);
+
+/*
+ * Get many keys in one round trip, waiting up to `timeout_ms` for all of
+ * them. values[i] and lens[i] are new (free each values[i]). On error none
+ * is returned.
+ */
+cc_status_t cc__store_multi_get(cc__store_t *store, const char *const *keys, size_t nkeys,
+                                void **values, size_t *lens, int64_t timeout_ms);
+
+/* Wait until every key exists. CC_ERR_TIMEOUT names the first missing key. */
+cc_status_t cc__store_wait(cc__store_t *store, const char *const *keys, size_t nkeys,
+                           int64_t timeout_ms);
+
+/* Does the key exist now? *exists = 0 or 1. */
+cc_status_t cc__store_check(cc__store_t *store, const char *key, int *exists);
+
+/* Atomically add `delta` to the integer at `key` (missing = 0); *result = new value. */
+cc_status_t cc__store_add(cc__store_t *store, const char *key, int64_t delta, int64_t *result);
+
+/*
+ * Compare-and-set: if the key's value equals `expected` (or the key is
+ * missing and expected == NULL), set it to `desired`. *current (new, may be
+ * NULL) receives the value after the operation; *swapped = 1 if it was set.
+ */
+cc_status_t cc__store_cas(cc__store_t *store, const char *key, const void *expected, size_t elen,
+                          const void *desired, size_t dlen, void **current, size_t *clen,
+                          int *swapped);
+
+/* Delete a key; *deleted = 1 if it existed. `deleted` may be NULL. */
+cc_status_t cc__store_delete(cc__store_t *store, const char *key, int *deleted);
+
+/*
+ * Barrier of `nranks` callers on `name`: each adds 1 to a counter and waits
+ * for it to reach nranks. Reusable only with distinct names.
+ */
+cc_status_t cc__store_barrier(cc__store_t *store, const char *name, int nranks, int64_t timeout_ms);
+
+/*
+ * Allgather of fixed-size blobs: rank r sets "<name>/<r>" and gets all
+ * nranks of them in one multi_get. `all` receives nranks * len bytes in rank
+ * order. Blob sizes that differ give CC_ERR_MISMATCH naming the rank.
+ */
+cc_status_t cc__store_allgather(cc__store_t *store, const char *name, int rank, int nranks,
+                                const void *mine, void *all, size_t len, int64_t timeout_ms);
+
+#endif /* CC_BOOTSTRAP_STORE_H */

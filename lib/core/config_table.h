@@ -1,0 +1,126 @@
+/*
+ * config_table.h - every CCOMM_* variable, in one place.
+ *
+ * X(NAME, field, TYPE, default, help, flags)
+ *   NAME    the variable is CCOMM_<NAME>
+ *   field   the member of struct cc__config that holds the parsed value
+ *   TYPE    INT (int64_t), BOOL (int), SIZE (uint64_t, K/M/G suffixes), STR (const char *)
+ * ccrun --env and docs/env.md are printed from this table. Add rows freely;
+ * keep them grouped by subsystem.
+ */
+#ifndef CC_CORE_CONFIG_TABLE_H
+#define CC_CORE_CONFIG_TABLE_H
+
+#define CC__CONFIG_TABLE(X)                                                                        \
+    /* logging */                                                                                  \
+    X(LOG_LEVEL, log_level, STR, "WARN",                                                           \
+      "Log level: NONE, ERROR, WARN, INFO, DEBUG or TRACE.", 0)                                    \
+    X(LOG_SUBSYS, log_subsys, STR, "ALL",                                                          \
+      "Subsystems to log, comma-separated: CORE, INIT, BOOTSTRAP, NET, SHM, TCP, COLL, HOOKS, "    \
+      "RECORDER, CLOG, WATCHDOG, LTTNG, CUDA, NCCL, TOOLS or ALL; ^NAME excludes one.",             \
+      0)                                                                                           \
+    X(LOG_FILE, log_file, STR, "",                                                                 \
+      "Write the log to this file instead of stderr; %h is replaced by the host name, %p by the "  \
+      "pid, %r by the rank.",                                                                      \
+      0)                                                                                           \
+    /* launcher (set by ccrun) */                                                                  \
+    X(RANK, rank, INT, "-1", "This process's rank in the world communicator.", CC_ENV_LAUNCHER)   \
+    X(SIZE, size, INT, "-1", "Number of ranks in the world communicator.", CC_ENV_LAUNCHER)       \
+    X(LOCAL_RANK, local_rank, INT, "-1", "This process's rank among the ranks on its host.",      \
+      CC_ENV_LAUNCHER)                                                                             \
+    X(LOCAL_SIZE, local_size, INT, "-1", "Number of ranks on this host.", CC_ENV_LAUNCHER)        \
+    X(STORE_ADDR, store_addr, STR, "",                                                             \
+      "host:port of the bootstrap store. Without it, MASTER_ADDR:MASTER_PORT (torchrun) is used "  \
+      "and rank 0 hosts the store.",                                                               \
+      CC_ENV_LAUNCHER)                                                                             \
+    X(JOB_KEY, job_key, STR, "",                                                                   \
+      "Secret that every store connection proves with HMAC-SHA256; ccrun makes a random one per "  \
+      "job. Without it the store accepts any client of this job and a warning says so.",           \
+      CC_ENV_LAUNCHER | CC_ENV_SECRET)                                                             \
+    X(JOB_ID, job_id, STR, "",                                                                     \
+      "Name of the job in file names (dumps, recorder rings); default: agreed at init from the "   \
+      "store address and rank 0's start time.",                                                    \
+      CC_ENV_LAUNCHER)                                                                             \
+    /* communicators and transports */                                                            \
+    X(TRANSPORT, transport, STR, "auto",                                                           \
+      "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere.", 0) \
+    X(TIMEOUT, timeout, INT, "600",                                                                \
+      "Default deadline of every operation, in seconds; a communicator's config or an op's "       \
+      "options may set another.",                                                                  \
+      0)                                                                                           \
+    X(CONNECT_TIMEOUT, connect_timeout, INT, "60",                                                 \
+      "Seconds to wait for the store and for peers while a communicator is created.", 0)           \
+    X(SOCKET_ADDR, socket_addr, STR, "",                                                           \
+      "IP address that peers use to reach this rank over TCP; default: the local address of the " \
+      "connection to the store.",                                                                  \
+      0)                                                                                           \
+    X(SHM_DIR, shm_dir, STR, "/dev/shm", "Directory of shared-memory segments.", 0)                \
+    X(SHM_RING_SIZE, shm_ring_size, SIZE, "1M",                                                    \
+      "Bytes of each shared-memory ring between two ranks (one per direction).", 0)                \
+    X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
+      "Largest piece of a message written to a TCP socket at once.", 0)                            \
+    X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \
+      "Microseconds a waiting rank polls before it starts yielding the CPU, then sleeping.", 0)    \
+    X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
+      "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \
+      0)                                                                                           \
+    /* observability */                                                                            \
+    X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm",                                           \
+      "Directory of flight recorder rings: <dir>/<job id>/rank<r>.<pid>.ccfr.", 0)                 \
+    X(RECORDER_ENTRIES, recorder_entries, INT, "4096",                                             \
+      "Entries in each process's flight recorder ring; 0 turns the recorder off.", 0)              \
+    X(RECORDER_STACK, recorder_stack, BOOL, "0",                                                   \
+      "Record the caller's return addresses with every op (symbolised by ccdump).", 0)             \
+    X(DUMP_DIR, dump_dir, STR, "./ccomm-dumps",                                                    \
+      "Directory of JSON dumps: <dir>/<job id>/rank<r>.json.", 0)                                  \
+    X(DUMP_ON_TIMEOUT, dump_on_timeout, BOOL, "1",                                                 \
+      "On a timeout on any rank, every rank of the job writes its flight recorder dump.", 0)       \
+    X(DUMP_SIGNAL, dump_signal, STR, "SIGUSR2",                                                    \
+      "Signal that makes a process write its dump; NONE for none.", 0)                             \
+    X(ABORT_ON_TIMEOUT, abort_on_timeout, BOOL, "0",                                               \
+      "After a timeout and its dump, end the process (SIGABRT) instead of returning errors.", 0)   \
+    X(HEARTBEAT_MS, heartbeat_ms, INT, "1000",                                                     \
+      "Interval of the liveness heartbeat between ranks, in milliseconds.", 0)                     \
+    X(DESYNC_CHECK, desync_check, BOOL, "0",                                                       \
+      "Before each collective, check that all ranks run the same op (type, count, dtype, op, "     \
+      "root) at the same sequence number.",                                                        \
+      0)                                                                                           \
+    X(CLOG, clog, STR, "",                                                                         \
+      "Write a clog event log to this path; %r rank, %p pid, %h host.", 0)                         \
+    X(CLOG_EVENTS, clog_events, STR, "ALL",                                                        \
+      "clog events to write: ALL, LIFECYCLE, or a list of Q,S,E,W,A.", 0)                          \
+    X(LTTNG, lttng, BOOL, "0",                                                                     \
+      "Load the LTTng-UST tracepoint provider libccomm-lttng.so.", 0)                              \
+    /* GPUs */                                                                                     \
+    X(CUDA_PLUGIN, cuda_plugin, STR, "libccomm-cuda.so",                                           \
+      "The CUDA plugin to load for device communicators (path or name).", 0)                       \
+    X(NCCL_LIB, nccl_lib, STR, "libnccl.so.2", "The NCCL library the nccl engine opens.", 0)       \
+    X(GPU_TIMING, gpu_timing, STR, "events",                                                       \
+      "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)
+
+/*
+ * Variables of other launchers that init reads (never CCOMM_*). Only
+ * config.c reads the environment. X(NAME, field)
+ */
+#define CC__LAUNCHER_TABLE(X)                                                                      \
+    X(RANK, t_rank)                                                                                \
+    X(WORLD_SIZE, t_world_size)                                                                    \
+    X(LOCAL_RANK, t_local_rank)                                                                    \
+    X(LOCAL_WORLD_SIZE, t_local_world_size)                                                        \
+    X(MASTER_ADDR, t_master_addr)                                                                  \
+    X(MASTER_PORT, t_master_port)                                                                  \
+    X(TORCHELASTIC_RUN_ID, t_run_id)                                                               \
+    X(SLURM_PROCID, slurm_procid)                                                                  \
+    X(SLURM_NTASKS, slurm_ntasks)                                                                  \
+    X(SLURM_LOCALID, slurm_localid)                                                                \
+    X(SLURM_JOB_ID, slurm_job_id)                                                                  \
+    X(SLURM_STEP_ID, slurm_step_id)                                                                \
+    X(OMPI_COMM_WORLD_RANK, ompi_rank)                                                             \
+    X(OMPI_COMM_WORLD_SIZE, ompi_size)                                                             \
+    X(OMPI_COMM_WORLD_LOCAL_RANK, ompi_local_rank)                                                 \
+    X(PMI_RANK, pmi_rank)                                                                          \
+    X(PMI_SIZE, pmi_size)                                                                          \
+    X(HOME, home)                                                                                  \
+    X(XDG_CACHE_HOME, xdg_cache_home)
+
+#endif /* CC_CORE_CONFIG_TABLE_H */

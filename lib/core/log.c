@@ -1,0 +1,214 @@
+/*
+ * log.c - the logger: level and subsystem filter, one line per message with
+ * time, host, pid, rank and communicator, written with one write(2) so lines
+ * of concurrent threads and processes do not interleave.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+int cc__log_level = CC_LOG_LEVEL_WARN;
+uint32_t cc__log_mask = CC_SUBSYS_ALL;
+
+static int g_fd = 2;
+static int g_rank = -1;
+static char g_host[64];
+static _Atomic uint64_t g_errors;
+static __thread const char *t_comm;
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {"NONE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+static const char *const subsys_names[] = {
+#define CC__SUBSYS_NAME(name) #name,
+    CC__SUBSYS_MAP(CC__SUBSYS_NAME)
+#undef CC__SUBSYS_NAME
+};
+#define NSUBSYS ((int)(sizeof(subsys_names) / sizeof(subsys_names[0])))
+
+static uint32_t parse_mask(const char *text)
+{
+    uint32_t mask = 0;
+    int only_exclusions = 1;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", text ? text : "ALL");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int neg = tok[0] == '^';
+        if (neg) tok++;
+        else only_exclusions = 0;
+        uint32_t bits = 0;
+        if (!strcasecmp(tok, "ALL")) bits = CC_SUBSYS_ALL;
+        for (int i = 0; i < NSUBSYS; i++)
+            if (!strcasecmp(tok, subsys_names[i])) bits = 1u << i;
+        if (!bits) fprintf(stderr, "ccomm: warning: CCOMM_LOG_SUBSYS: unknown subsystem \"%s\"\n", tok);
+        if (neg) mask &= ~bits;
+        else mask |= bits;
+        if (neg && only_exclusions) mask = CC_SUBSYS_ALL & ~bits;
+    }
+    return mask ? mask : (only_exclusions ? CC_SUBSYS_ALL : 0);
+}
+
+/* Expand %h %p %r in a path. */
+static void expand_path(const char *pat, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (const char *p = pat; *p && o + 1 < outlen; p++) {
+        if (p[0] == '%' && p[1]) {
+            int n = 0;
+            switch (p[1]) {
+            case 'h': n = snprintf(out + o, outlen - o, "%s", g_host); break;
+            case 'p': n = snprintf(out + o, outlen - o, "%d", (int)getpid()); break;
+            case 'r': n = snprintf(out + o, outlen - o, "%d", g_rank); break;
+            case '%': n = snprintf(out + o, outlen - o, "%%"); break;
+            default: n = snprintf(out + o, outlen - o, "%%%c", p[1]); break;
+            }
+            if (n < 0) break;
+            o += (size_t)n < outlen - o ? (size_t)n : outlen - o - 1;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
+static void open_file(void)
+{
+    const char *pat = cc__cfg()->log_file;
+    if (!pat || !*pat) return;
+    char path[4096];
+    expand_path(pat, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "ccomm: warning: CCOMM_LOG_FILE: cannot open \"%s\": %s; logging to stderr\n",
+                path, strerror(errno));
+        return;
+    }
+    if (g_fd != 2) close(g_fd);
+    g_fd = fd;
+}
+
+void cc__log_init(void)
+{
+    const struct cc__config *cfg = cc__cfg();
+    pthread_mutex_lock(&g_init_lock);
+    if (!g_host[0] && gethostname(g_host, sizeof(g_host) - 1) != 0) strcpy(g_host, "?");
+    int lvl = -1;
+    for (int i = 0; i <= CC_LOG_LEVEL_TRACE; i++)
+        if (!strcasecmp(cfg->log_level, level_names[i])) lvl = i;
+    if (!strcasecmp(cfg->log_level, "WARNING")) lvl = CC_LOG_LEVEL_WARN;
+    if (!strcasecmp(cfg->log_level, "VERSION")) lvl = CC_LOG_LEVEL_INFO; /* NCCL_DEBUG habit */
+    if (lvl < 0) {
+        fprintf(stderr, "ccomm: warning: CCOMM_LOG_LEVEL=\"%s\" is not one of NONE, ERROR, WARN, "
+                        "INFO, DEBUG, TRACE; using WARN\n", cfg->log_level);
+        lvl = CC_LOG_LEVEL_WARN;
+    }
+    cc__log_level = lvl;
+    cc__log_mask = parse_mask(cfg->log_subsys);
+    open_file();
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+void cc__log_set_rank(int rank)
+{
+    int had = g_rank;
+    g_rank = rank;
+    /* %r in the file name can only be expanded once the rank is known. */
+    if (had != rank && strstr(cc__cfg()->log_file, "%r")) {
+        pthread_mutex_lock(&g_init_lock);
+        open_file();
+        pthread_mutex_unlock(&g_init_lock);
+    }
+}
+
+void cc__log_set_comm(const char *name)
+{
+    t_comm = name;
+}
+
+void cc__log_count_error(void)
+{
+    atomic_fetch_add_explicit(&g_errors, 1, memory_order_relaxed);
+}
+
+uint64_t cc__log_error_count(void)
+{
+    return atomic_load(&g_errors);
+}
+
+static int prefix(char *buf, size_t len, int level, uint32_t subsys)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    const char *sub = "?";
+    for (int i = 0; i < NSUBSYS; i++)
+        if (subsys == 1u << i) sub = subsys_names[i];
+    return snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %s:%d:%d [%s] %s %s: ",
+                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                    ts.tv_nsec / 1000, g_host[0] ? g_host : "?", (int)getpid(), g_rank,
+                    t_comm ? t_comm : "-", level_names[level], sub);
+}
+
+void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
+{
+    char line[2048];
+    int n = prefix(line, sizeof(line), level, subsys);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof(line)) n = (int)sizeof(line) - 1;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0) m = 0;
+    size_t len = (size_t)n + (size_t)m;
+    if (len > sizeof(line) - 2) {
+        len = sizeof(line) - 5;
+        memcpy(line + len, "...", 3);
+        len += 3;
+    }
+    line[len++] = '\n';
+    ssize_t w = write(g_fd, line, len);
+    (void)w;
+}
+
+/* Async-signal-safe integer formatting. */
+static size_t fmt_int(char *p, long v)
+{
+    char tmp[24];
+    size_t n = 0, o = 0;
+    unsigned long u = v < 0 ? (unsigned long)-v : (unsigned long)v;
+    do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) && n < sizeof(tmp));
+    if (v < 0) p[o++] = '-';
+    while (n) p[o++] = tmp[--n];
+    return o;
+}
+
+void cc__log_signal_safe(const char *msg)
+{
+    char line[512];
+    size_t o = 0;
+    const char *head = "ccomm: ";
+    for (const char *s = head; *s; s++) line[o++] = *s;
+    for (const char *s = g_host; *s && o < 100; s++) line[o++] = *s;
+    line[o++] = ':';
+    o += fmt_int(line + o, (long)getpid());
+    line[o++] = ':';
+    o += fmt_int(line + o, g_rank);
+    line[o++] = ' ';
+    for (const char *s = msg; s && *s && o < sizeof(line) - 2; s++) line[o++] = *s;
+    line[o++] = '\n';
+    ssize_t w = write(g_fd, line, o);
+    (void)w;
+}

@@ -1,0 +1,66 @@
+/*
+ * op.h - an operation as it passes the door (internal).
+ *
+ * The public view handed to hooks is `info`, the first member, so ccomm's
+ * own subscribers (recorder, clog, tracepoints) may reach the rest with
+ * cc__op_of(info). Engines read the arguments and report transitions with
+ * cc__op_started() and cc__op_finished().
+ */
+#ifndef CC_CORE_OP_H
+#define CC_CORE_OP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccomm/hooks.h"
+
+struct cc_comm;
+
+enum cc__op_state {
+    CC__OP_NEW = 0,   /* being built by the door */
+    CC__OP_SCHEDULED, /* passed the PRE chain, handed to the engine */
+    CC__OP_STARTED,   /* the engine began moving data */
+    CC__OP_DONE,      /* finished; info.status holds the result */
+};
+
+typedef struct cc__op {
+    cc_op_info_t info;          /* public view; first member (see cc__op_of) */
+    struct cc_comm *comm;       /* owner */
+    _Atomic int state;          /* enum cc__op_state */
+    uint64_t deadline_ns;       /* CLOCK_MONOTONIC; the op fails with CC_ERR_TIMEOUT after it */
+
+    /* Arguments beyond those in info. */
+    const size_t *send_counts;  /* v-collectives: per-rank counts and displacements (elements) */
+    const size_t *send_displs;
+    const size_t *recv_counts;
+    const size_t *recv_displs;
+    double premul_scalar;       /* CC_PREMUL_SUM factor */
+    void *stream;               /* device comms: cudaStream_t */
+    const void *extra;          /* op-specific argument block (coalesced lists, byte collectives) */
+
+    /* Per-subscriber scratch, written only by that subscriber. */
+    uint64_t rec_id;            /* flight recorder: record_id of this op's entry (0 = none) */
+    uint32_t clog_sig;          /* clog: signature number */
+
+    /* Engine scratch. */
+    void *engine_data[4];
+
+    /* Async completion: set by cc__op_finished, read by cc_work_*. */
+    _Atomic uint32_t done;      /* 0 pending, 1 finished (futex word) */
+    struct cc_work *work;       /* NULL for blocking ops */
+    struct cc__op *next;        /* engine queues */
+} cc__op_t;
+
+#define cc__op_of(info_ptr) ((cc__op_t *)(void *)(info_ptr))
+
+/* Engine -> core: the op started moving data (runs the START chain). Once. */
+void cc__op_started(cc__op_t *op);
+/*
+ * Engine -> core: the op finished with `status` (runs the POST chain, wakes
+ * waiters, frees the op if its work handle was already freed). Exactly once
+ * per op, from any thread.
+ */
+void cc__op_finished(cc__op_t *op, cc_status_t status);
+
+#endif /* CC_CORE_OP_H */

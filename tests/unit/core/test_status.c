@@ -1,0 +1,60 @@
+/* test_status.c - status strings, names, ranges; dtype and op names round-trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ccomm/ccomm.h"
+
+static void test_status_strings(void **state)
+{
+    (void)state;
+    assert_string_equal(cc_status_str(CC_OK), "success");
+    assert_string_equal(cc_status_name(CC_ERR_TIMEOUT), "ERR_TIMEOUT");
+    assert_string_equal(cc_status_str((cc_status_t)12345), "unknown status");
+    assert_true(CC_STATUS_IS_CALL_ERROR(CC_ERR_INVALID_ARG));
+    assert_true(CC_STATUS_IS_PEER_ERROR(CC_ERR_PEER_LOST));
+    assert_true(CC_STATUS_IS_COMM_ERROR(CC_ERR_TIMEOUT));
+    assert_true(CC_STATUS_IS_COMM_ERROR(CC_ERR_ABORTED));
+    assert_true(CC_STATUS_IS_PROCESS_ERROR(CC_ERR_NO_MEMORY));
+    assert_false(CC_STATUS_IS_CALL_ERROR(CC_OK));
+    /* every status has a distinct name and a description */
+#define CHECK(name, value, desc) assert_string_equal(cc_status_name(CC_##name), #name);
+    CC_STATUS_MAP(CHECK)
+#undef CHECK
+}
+
+static void test_names_roundtrip(void **state)
+{
+    (void)state;
+    for (int d = 0; d < CC_DTYPE_COUNT; d++) {
+        cc_dtype_t back = CC_DTYPE_COUNT;
+        assert_int_equal(cc_dtype_parse(cc_dtype_name((cc_dtype_t)d), &back), CC_OK);
+        assert_int_equal(back, d);
+        assert_true(cc_dtype_size((cc_dtype_t)d) > 0);
+    }
+    for (int o = 0; o < CC_REDOP_COUNT; o++) {
+        cc_redop_t back = CC_REDOP_COUNT;
+        assert_int_equal(cc_redop_parse(cc_redop_name((cc_redop_t)o), &back), CC_OK);
+        assert_int_equal(back, o);
+    }
+    cc_dtype_t d = CC_INT8;
+    assert_int_equal(cc_dtype_parse("float32", &d), CC_OK);
+    assert_int_equal(d, CC_FLOAT32);
+    assert_int_equal(cc_dtype_parse("float33", &d), CC_ERR_INVALID_ARG);
+    assert_int_equal(d, CC_FLOAT32); /* untouched on error */
+    assert_string_equal(cc_dtype_name((cc_dtype_t)99), "?");
+    assert_int_equal(cc_dtype_size((cc_dtype_t)-1), 0);
+    assert_string_equal(cc_op_type_name(CC_OP_ALLREDUCE), "all_reduce");
+    assert_string_equal(cc_op_type_name(CC_OP_TYPE_COUNT), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_strings),
+        cmocka_unit_test(test_names_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
