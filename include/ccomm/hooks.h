@@ -3,7 +3,8 @@
  *
  * Every operation passes one door: validate -> identity -> PRE chain ->
  * engine -> START chain when it starts moving -> POST chain when it
- * completes (well or badly). When a communicator can no longer make
+ * completes (well or badly); the WAIT chain runs when a caller waits on a
+ * work handle. When a communicator can no longer make
  * progress (timeout, peer lost, explicit abort, fatal signal) its ABORT chain
  * runs before its pending ops fail. ccomm's own flight recorder, clog logger
  * and tracepoints are subscribers on these same chains.
@@ -106,6 +107,10 @@ CC_API cc_status_t cc_hook_add_pre(cc_comm_t *comm, cc_pre_hook_fn fn, void *use
 CC_API cc_status_t cc_hook_add_start(cc_comm_t *comm, cc_op_hook_fn fn, void *user,
                                      unsigned flags, cc_hook_handle_t *handle);
 CC_API cc_status_t cc_hook_add_post(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
+                                    cc_hook_handle_t *handle);
+/* WAIT: runs when the caller starts waiting on an op's work handle
+ * (cc_work_wait), on the caller's thread, before it blocks. */
+CC_API cc_status_t cc_hook_add_wait(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
                                     cc_hook_handle_t *handle);
 CC_API cc_status_t cc_hook_add_abort(cc_comm_t *comm, cc_abort_hook_fn fn, void *user,
                                      unsigned flags, cc_hook_handle_t *handle);
