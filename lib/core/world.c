@@ -85,6 +85,28 @@ static cc_status_t agree_job_id(cc__world_t *w, int rank, const char *prefix)
     return CC_OK;
 }
 
+/* The first rank to arrive records its world size; a later rank with another size fails at
+ * once instead of waiting for ranks that will never come. */
+static cc_status_t claim_size(cc__world_t *w, int rank, int size, const char *prefix)
+{
+    char key[64], mine[48];
+    snprintf(key, sizeof(key), "%ssize_claim", prefix);
+    int n = snprintf(mine, sizeof(mine), "%d by rank %d", size, rank);
+    void *cur = NULL;
+    size_t clen = 0;
+    int swapped = 0;
+    CC_CHECK(cc__store_cas(w->store, key, NULL, 0, mine, (size_t)n, &cur, &clen, &swapped));
+    int other = cur ? atoi(cur) : size;
+    cc_status_t st = CC_OK;
+    if (!swapped && other != size) {
+        cc_log_error(CC_SUBSYS_INIT, "world size mismatch: this rank (%d) was started with size %d, "
+                     "but rank %.*s", rank, size, (int)clen, (char *)cur);
+        st = CC_ERR_MISMATCH;
+    }
+    free(cur);
+    return st;
+}
+
 /* Every rank states the world size it was given; disagreement names the ranks. */
 static cc_status_t check_sizes(cc__world_t *w, int rank, int size, const char *prefix)
 {
@@ -153,8 +175,14 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
         goto fail;
     }
     if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, cfg->job_key), st, fail);
-    CC_CHECK_GOTO(cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000,
-                                    &w->store), st, fail);
+    st = cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000, &w->store);
+    if (st != CC_OK && may_host && rank == 0 && !w->server) {
+        cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
+                     "(%s); choose another port", store_addr, cc_status_name(st));
+        st = CC_ERR_BUSY;
+    }
+    if (st != CC_OK) goto fail;
+    CC_CHECK_GOTO(claim_size(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(claim_rank(w, rank, prefix), st, fail);
     CC_CHECK_GOTO(check_sizes(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(agree_job_id(w, rank, prefix), st, fail);
