@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "comm.h"
@@ -37,6 +38,28 @@ void cc__registry_remove(cc_comm_t *comm)
             break;
         }
     pthread_mutex_unlock(&g_reg_lock);
+}
+
+int cc__registry_pin(cc_comm_t **out, int max)
+{
+    int n = 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (cc_comm_t *c = g_reg_head; c && n < max; c = c->reg_next) {
+        atomic_fetch_add(&c->pins, 1);
+        out[n++] = c;
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
+}
+
+void cc__registry_unpin(cc_comm_t *comm)
+{
+    atomic_fetch_sub(&comm->pins, 1);
+}
+
+cc_comm_t *cc__registry_first_unlocked(void)
+{
+    return __atomic_load_n(&g_reg_head, __ATOMIC_ACQUIRE);
 }
 
 int cc__comm_valid(const cc_comm_t *comm)
@@ -189,6 +212,7 @@ cc_status_t cc_comm_destroy(cc_comm_t *comm)
     if (st != CC_OK) cc__comm_fail(comm, st, NULL, "pending ops did not finish before destroy");
     cc__door_lifecycle(comm, CC_OP_COMM_DESTROY, comm->parent_id, NULL, NULL);
     cc__registry_remove(comm);
+    while (atomic_load(&comm->pins)) usleep(1000); /* the watchdog is looking at it */
     comm->magic = CC__COMM_DEAD;
     comm->engine->comm_destroy(comm->engine_state);
     comm->engine_state = NULL;

@@ -59,6 +59,12 @@ struct cc_comm {
     void *engine_state;
 
     struct cc_comm *reg_next;      /* registry of live comms (watchdog, dumps, signals) */
+    _Atomic int pins;              /* the watchdog holds the comm; destroy waits for 0 */
+
+    /* Progress, for the watchdog's stall check (relaxed counters, no lock). */
+    _Atomic uint64_t ops_issued;   /* ops handed to the engine */
+    _Atomic uint64_t ops_done;     /* ops finished */
+    _Atomic uint64_t last_progress_ns; /* last issue or finish */
 };
 
 /* 1 if comm is a live handle (checks the magic; NULL is not). */
@@ -84,6 +90,11 @@ uint64_t cc__hash64(const void *data, size_t len, uint64_t seed);
 /* Registry of live comms, for the watchdog and the dump path. */
 void cc__registry_add(cc_comm_t *comm);
 void cc__registry_remove(cc_comm_t *comm);
+/* Pin up to max live comms (they stay valid until unpinned); returns how many. */
+int cc__registry_pin(cc_comm_t **out, int max);
+void cc__registry_unpin(cc_comm_t *comm);
+/* Async-signal-safe walk for the fatal-signal path (no lock; best effort). */
+cc_comm_t *cc__registry_first_unlocked(void);
 
 /* The world: connect to (or host) the store, agree on the job id. */
 cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,

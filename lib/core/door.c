@@ -102,6 +102,8 @@ void cc__op_finished(cc__op_t *op, cc_status_t status)
     op->info.t_end_ns = cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
+    atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
+    atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
     cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info);
     if (is_fatal(status) && status != CC_ERR_ABORTED)
         cc__comm_fail(comm, status, op, cc_status_str(status));
@@ -159,9 +161,12 @@ cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_wo
         return st;
     }
     cc__log_set_comm(comm->name);
+    atomic_fetch_add_explicit(&comm->ops_issued, 1, memory_order_relaxed);
+    atomic_store_explicit(&comm->last_progress_ns, op->info.t_enqueue_ns, memory_order_relaxed);
     st = comm->engine->submit(comm->engine_state, op);
     if (!w) return st;
     if (st != CC_OK) { /* refused by the engine before it was queued */
+        atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
         end_early(op, st);
         cc__work_discard(w);
         return st;

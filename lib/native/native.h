@@ -51,6 +51,10 @@ static inline uint32_t cc__coll_tag(const cc__op_t *op, uint32_t step)
     return CC__TAG_INTERNAL | (uint32_t)((op->info.coll_seq & 0x7fffffu) << 8) | (step & 0xffu);
 }
 
+/* CCOMM_DESYNC_CHECK: all ranks agree on the op at this coll_seq, or all fail with
+ * CC_ERR_MISMATCH and a message naming ranks and ops. */
+cc_status_t cc__desync_check(cc__native_t *nc, cc__op_t *op);
+
 /* Algorithms (one file each). */
 cc_status_t cc__send_direct(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__recv_direct(cc__native_t *nc, cc__op_t *op);

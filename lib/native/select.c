@@ -4,6 +4,7 @@
  * transport with CCOMM_ALGO_<COLL> overrides.
  */
 #include "comm.h"
+#include "config.h"
 #include "door.h"
 #include "log.h"
 #include "native.h"
@@ -36,5 +37,6 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
     op->info.transport = op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer)
                                             : nc->transport;
     cc__op_started(op);
+    if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
     return a.fn(nc, op);
 }
