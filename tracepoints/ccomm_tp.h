@@ -149,7 +149,8 @@ LTTNG_UST_TRACEPOINT_EVENT(
 
 /* ---- the hang path ------------------------------------------------------------ */
 
-/* The watchdog found an op past its deadline (emitted by the watchdog). */
+/* An op passed its deadline; its communicator is being aborted (emitted
+ * from the ABORT chain when the reason is CC_ERR_TIMEOUT, before `abort`). */
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, watchdog_timeout, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op, uint64_t, waited_ns),
     LTTNG_UST_TP_FIELDS(
@@ -178,13 +179,10 @@ LTTNG_UST_TRACEPOINT_EVENT(
 
 /* A flight recorder dump was written, or failed (emitted by the dumper). */
 LTTNG_UST_TRACEPOINT_EVENT(
-    ccomm, recorder_dump,
-    LTTNG_UST_TP_ARGS(const char *, reason, const char *, path, uint64_t, entries, int32_t,
-                      status),
+    ccomm, recorder_dump, LTTNG_UST_TP_ARGS(const char *, reason, const char *, path, int32_t, status),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_string(reason, reason ? reason : "")
         lttng_ust_field_string(path, path ? path : "")
-        lttng_ust_field_integer(uint64_t, entries, entries)
         lttng_ust_field_enum(ccomm, status, int32_t, status, status)))
 
 /* ---- transports (emitted per chunk by the transport) ------------------------- */

@@ -6,7 +6,7 @@
  * site, so the core needs no LTTng header or library. The core attaches it
  * (lib/core/lttng.c) by calling cc_lttng_provider_attach_v1 with the hook
  * calls to subscribe with; the plugin answers with the sites table that
- * the transport, the watchdog and the dumper emit through.
+ * the transport and the dumper emit through.
  *
  * With no session recording an event, a hook costs its call and one load
  * of LTTng's enable word; nothing else runs. Lifecycle ops (init, split,
@@ -18,6 +18,7 @@
 #include "ccomm_tp.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include "lttng.h"
 
@@ -64,9 +65,19 @@ static void on_post(const cc_op_info_t *op, void *user)
     }
 }
 
+/* A timeout is announced here, whichever thread noticed it: every timed-out
+ * op ends in cc__comm_fail, which runs this chain with the op. */
 static void on_abort(const cc_abort_info_t *info, void *user)
 {
     (void)user;
+    if (lttng_ust_tracepoint_enabled(ccomm, watchdog_timeout) && info->reason == CC_ERR_TIMEOUT &&
+        info->op) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        lttng_ust_do_tracepoint(ccomm, watchdog_timeout, info->op,
+                                ccomm_tp_span(info->op->t_enqueue_ns, now));
+    }
     lttng_ust_tracepoint(ccomm, abort, info);
 }
 
@@ -84,15 +95,9 @@ static void site_xfer_end(uint64_t comm_id, int dir, int peer, uint32_t tag, siz
     lttng_ust_tracepoint(ccomm, xfer_end, comm_id, dir, peer, tag, bytes, transport, status);
 }
 
-static void site_watchdog_timeout(const cc_op_info_t *op, uint64_t waited_ns)
+static void site_recorder_dump(const char *reason, const char *path, cc_status_t status)
 {
-    lttng_ust_tracepoint(ccomm, watchdog_timeout, op, waited_ns);
-}
-
-static void site_recorder_dump(const char *reason, const char *path, uint64_t entries,
-                               cc_status_t status)
-{
-    lttng_ust_tracepoint(ccomm, recorder_dump, reason, path, entries, status);
+    lttng_ust_tracepoint(ccomm, recorder_dump, reason, path, status);
 }
 
 /* The enable words are LTTng's own: the sites read what tracepoint() reads. */
@@ -100,11 +105,9 @@ static const cc__lttng_sites_v1_t g_sites = {
     .struct_size = sizeof(cc__lttng_sites_v1_t),
     .xfer_begin_on = &lttng_ust_tracepoint_ccomm___xfer_begin.state,
     .xfer_end_on = &lttng_ust_tracepoint_ccomm___xfer_end.state,
-    .watchdog_timeout_on = &lttng_ust_tracepoint_ccomm___watchdog_timeout.state,
     .recorder_dump_on = &lttng_ust_tracepoint_ccomm___recorder_dump.state,
     .xfer_begin = site_xfer_begin,
     .xfer_end = site_xfer_end,
-    .watchdog_timeout = site_watchdog_timeout,
     .recorder_dump = site_recorder_dump,
 };
 

@@ -7,8 +7,9 @@
  * LD_PRELOADed. Attaching hands the plugin the hook calls it subscribes
  * with (most events come from the PRE, START, POST and ABORT chains) and
  * takes back a table for the few places below the door that have no hook:
- * transport chunks, the watchdog and the dump path. Those places call the
- * emit macros at the end of this file.
+ * transport chunks and the dump path. Those places call the emit macros at
+ * the end of this file. (A timeout needs no site: every timed-out op ends
+ * in cc__comm_fail, whose ABORT chain the plugin hears.)
  *
  * Cost of an emit site: with no plugin, one load of a pointer and a branch
  * predicted not taken; with the plugin but no session recording the event,
@@ -55,15 +56,12 @@ typedef struct cc__lttng_sites_v1 {
     uint32_t struct_size; /* sizeof(cc__lttng_sites_v1_t) */
     const int *xfer_begin_on;
     const int *xfer_end_on;
-    const int *watchdog_timeout_on;
     const int *recorder_dump_on;
     void (*xfer_begin)(uint64_t comm_id, int dir, int peer, uint32_t tag, size_t bytes,
                        const char *transport);
     void (*xfer_end)(uint64_t comm_id, int dir, int peer, uint32_t tag, size_t bytes,
                      const char *transport, cc_status_t status);
-    void (*watchdog_timeout)(const cc_op_info_t *op, uint64_t waited_ns);
-    void (*recorder_dump)(const char *reason, const char *path, uint64_t entries,
-                          cc_status_t status);
+    void (*recorder_dump)(const char *reason, const char *path, cc_status_t status);
 } cc__lttng_sites_v1_t;
 
 /* The plugin's entry points (dlsym names and types). attach subscribes to
@@ -111,15 +109,12 @@ void cc__lttng_unload(void);
  *       (CC__LTTNG_RECV) `peer` over `transport` ("shm", "tcp", static string)
  *   cc__lttng_xfer_end(comm_id, dir, peer, tag, bytes, transport, status)
  *       the chunk moved (status CC_OK) or failed
- *   cc__lttng_watchdog_timeout(op_info, waited_ns)
- *       the watchdog found `op_info` (const cc_op_info_t *) past its deadline
- *   cc__lttng_recorder_dump(reason, path, entries, status)
- *       a flight recorder dump was written (or failed): reason "timeout",
- *       "signal", "request", ...
+ *   cc__lttng_recorder_dump(reason, path, status)
+ *       a flight recorder dump to `path` was written (CC_OK) or failed;
+ *       `reason` says why it was asked for, in words
  */
 #define cc__lttng_xfer_begin(...) CC__LTTNG_EMIT(xfer_begin, __VA_ARGS__)
 #define cc__lttng_xfer_end(...) CC__LTTNG_EMIT(xfer_end, __VA_ARGS__)
-#define cc__lttng_watchdog_timeout(...) CC__LTTNG_EMIT(watchdog_timeout, __VA_ARGS__)
 #define cc__lttng_recorder_dump(...) CC__LTTNG_EMIT(recorder_dump, __VA_ARGS__)
 
 #endif /* CC_CORE_LTTNG_H */

@@ -27,6 +27,7 @@
 #include "comm.h"
 #include "config.h"
 #include "log.h"
+#include "lttng.h"
 #include "recorder/recorder.h"
 #include "watchdog.h"
 
@@ -108,6 +109,7 @@ static void write_dump(const char *why)
     char path[4096];
     if (!cc__dump_path(path, sizeof(path), wd.ndumps)) return;
     cc_status_t st = cc__recorder_dump_json(path);
+    cc__lttng_recorder_dump(why, path, st);
     if (st == CC_OK) {
         wd.ndumps++;
         cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
