@@ -15,8 +15,8 @@
  *              lttng start`).
  * Each figure is the best of 7 runs (this machine is noisy); "net" subtracts
  * an empty loop. An extra row runs the op with three empty hooks in place of
- * the provider's, to tell the chains' own cost from the subscriber's. Usage: lttng_bench [provider path]
- * (default: the provider of this build tree, else CCOMM_LTTNG_PROVIDER).
+ * the provider's, to tell the chains' own cost from the subscriber's. Usage: lttng_bench [provider
+ * path] (default: the provider of this build tree, else CCOMM_LTTNG_PROVIDER).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +45,8 @@ static double now_s(void)
 static double empty_loop(long n)
 {
     double t = now_s();
-    for (long i = 0; i < n; i++) __asm__ volatile("" : : "r"(i));
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("" : : "r"(i));
     return (now_s() - t) / (double)n * 1e9;
 }
 
@@ -136,7 +137,8 @@ static double empty_hooks(long n)
         cc_hook_add_post(NULL, empty_op, NULL, 0, &h[2]) != CC_OK)
         return -1;
     double v = best(op_loop, n);
-    for (int i = 0; i < 3; i++) cc_hook_remove(h[i]);
+    for (int i = 0; i < 3; i++)
+        cc_hook_remove(h[i]);
     return v;
 }
 

@@ -24,6 +24,8 @@
 
 #include "ccomm/hooks.h"
 
+/* Field lists are laid out by hand, one field per line. */
+/* clang-format off */
 /* ---- enumerations ------------------------------------------------------------ */
 
 #define CCOMM_TP_OPTYPE(name, s, cls) lttng_ust_field_enum_value(s, CC_OP_##name)
@@ -211,6 +213,8 @@ LTTNG_UST_TRACEPOINT_EVENT(
         lttng_ust_field_integer(uint64_t, bytes, bytes)
         lttng_ust_field_string(transport, transport ? transport : "")
         lttng_ust_field_enum(ccomm, status, int32_t, status, status)))
+
+/* clang-format on */
 
 #endif /* CCOMM_TP_H */
 

@@ -25,9 +25,9 @@
 #define CCOMM_TP_EXPORT __attribute__((visibility("default")))
 
 /* 1 for the lifecycle op types, from the class column of CC_OP_TYPE_MAP. */
-#define CCOMM_TP_LIFE_COLL 0
-#define CCOMM_TP_LIFE_P2P 0
-#define CCOMM_TP_LIFE_LIFE 1
+#define CCOMM_TP_LIFE_COLL              0
+#define CCOMM_TP_LIFE_P2P               0
+#define CCOMM_TP_LIFE_LIFE              1
 #define CCOMM_TP_LIFE_ROW(name, s, cls) [CC_OP_##name] = CCOMM_TP_LIFE_##cls,
 static const unsigned char g_lifecycle[CC_OP_TYPE_COUNT] = {CC_OP_TYPE_MAP(CCOMM_TP_LIFE_ROW)};
 
@@ -57,11 +57,21 @@ static void on_post(const cc_op_info_t *op, void *user)
 {
     (void)user;
     switch (op->type) {
-    case CC_OP_COMM_INIT: lttng_ust_tracepoint(ccomm, comm_init, op); break;
-    case CC_OP_COMM_SPLIT: lttng_ust_tracepoint(ccomm, comm_split, op); break;
-    case CC_OP_COMM_DESTROY: lttng_ust_tracepoint(ccomm, comm_destroy, op); break;
-    case CC_OP_COMM_ABORT: lttng_ust_tracepoint(ccomm, comm_abort, op); break;
-    default: lttng_ust_tracepoint(ccomm, op_end, op); break;
+    case CC_OP_COMM_INIT:
+        lttng_ust_tracepoint(ccomm, comm_init, op);
+        break;
+    case CC_OP_COMM_SPLIT:
+        lttng_ust_tracepoint(ccomm, comm_split, op);
+        break;
+    case CC_OP_COMM_DESTROY:
+        lttng_ust_tracepoint(ccomm, comm_destroy, op);
+        break;
+    case CC_OP_COMM_ABORT:
+        lttng_ust_tracepoint(ccomm, comm_abort, op);
+        break;
+    default:
+        lttng_ust_tracepoint(ccomm, op_end, op);
+        break;
     }
 }
 
@@ -116,7 +126,7 @@ static const cc__lttng_sites_v1_t g_sites = {
 enum { H_PRE, H_START, H_POST, H_ABORT, H_COUNT };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static cc__lttng_core_v1_t g_core;   /* copy of the core's table while attached */
+static cc__lttng_core_v1_t g_core;        /* copy of the core's table while attached */
 static cc_hook_handle_t g_hooks[H_COUNT]; /* 0 = not added */
 static int g_attached;
 

@@ -19,8 +19,8 @@
 _Atomic(const cc__lttng_sites_v1_t *) cc__lttng_sites;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_tried;              /* cc__lttng_load ran; its answer is g_attached */
-static int g_attached;           /* the plugin's hooks are on the chains */
+static int g_tried;    /* cc__lttng_load ran; its answer is g_attached */
+static int g_attached; /* the plugin's hooks are on the chains */
 static cc__lttng_detach_fn g_detach;
 
 static const cc__lttng_core_v1_t g_core = {
@@ -54,8 +54,8 @@ static void *open_provider(const char *name, char *used, size_t len)
     if (dladdr((void *)&cc__lttng_load, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
         if (slash) {
-            int n = snprintf(used, len, "%.*s/%s", (int)(slash - info.dli_fname),
-                             info.dli_fname, name);
+            int n =
+                snprintf(used, len, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, name);
             if (n > 0 && (size_t)n < len) {
                 void *h = try_open(used);
                 if (h) return h;
@@ -83,7 +83,8 @@ static int find_plugin(void **attach, void **detach, char *from, size_t len)
     }
     void *h = open_provider(cc__cfg()->lttng_provider, from, len);
     if (!h) {
-        cc_log_debug(CC_SUBSYS_LTTNG, "lttng: tracing off: provider %s (CCOMM_LTTNG_PROVIDER) "
+        cc_log_debug(CC_SUBSYS_LTTNG,
+                     "lttng: tracing off: provider %s (CCOMM_LTTNG_PROVIDER) "
                      "could not be loaded, or liblttng-ust is missing (see above)",
                      cc__cfg()->lttng_provider);
         return 0;
@@ -91,8 +92,10 @@ static int find_plugin(void **attach, void **detach, char *from, size_t len)
     *attach = dlsym(h, CC__LTTNG_ATTACH_SYM);
     *detach = dlsym(h, CC__LTTNG_DETACH_SYM);
     if (!*attach) {
-        cc_log_debug(CC_SUBSYS_LTTNG, "lttng: tracing off: %s has no symbol %s: not a ccomm "
-                     "tracepoint provider", from, CC__LTTNG_ATTACH_SYM);
+        cc_log_debug(CC_SUBSYS_LTTNG,
+                     "lttng: tracing off: %s has no symbol %s: not a ccomm "
+                     "tracepoint provider",
+                     from, CC__LTTNG_ATTACH_SYM);
         return 0;
     }
     return 1;
@@ -115,8 +118,10 @@ static int attach(void)
     }
     if (detach_sym) memcpy(&g_detach, &detach_sym, sizeof(g_detach));
     atomic_store_explicit(&cc__lttng_sites, sites, memory_order_release);
-    cc_log_info(CC_SUBSYS_LTTNG, "lttng: tracepoints of %s attached; record them with "
-                "`lttng enable-event -u 'ccomm:*'`", from);
+    cc_log_info(CC_SUBSYS_LTTNG,
+                "lttng: tracepoints of %s attached; record them with "
+                "`lttng enable-event -u 'ccomm:*'`",
+                from);
     return 1;
 }
 

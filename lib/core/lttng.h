@@ -41,8 +41,8 @@ typedef struct cc__lttng_core_v1 {
                                   cc_hook_handle_t *handle);
     cc_status_t (*hook_add_post)(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
                                  cc_hook_handle_t *handle);
-    cc_status_t (*hook_add_abort)(cc_comm_t *comm, cc_abort_hook_fn fn, void *user,
-                                  unsigned flags, cc_hook_handle_t *handle);
+    cc_status_t (*hook_add_abort)(cc_comm_t *comm, cc_abort_hook_fn fn, void *user, unsigned flags,
+                                  cc_hook_handle_t *handle);
     cc_status_t (*hook_remove)(cc_hook_handle_t handle);
 } cc__lttng_core_v1_t;
 
@@ -113,8 +113,8 @@ void cc__lttng_unload(void);
  *       a flight recorder dump to `path` was written (CC_OK) or failed;
  *       `reason` says why it was asked for, in words
  */
-#define cc__lttng_xfer_begin(...) CC__LTTNG_EMIT(xfer_begin, __VA_ARGS__)
-#define cc__lttng_xfer_end(...) CC__LTTNG_EMIT(xfer_end, __VA_ARGS__)
+#define cc__lttng_xfer_begin(...)    CC__LTTNG_EMIT(xfer_begin, __VA_ARGS__)
+#define cc__lttng_xfer_end(...)      CC__LTTNG_EMIT(xfer_end, __VA_ARGS__)
 #define cc__lttng_recorder_dump(...) CC__LTTNG_EMIT(recorder_dump, __VA_ARGS__)
 
 #endif /* CC_CORE_LTTNG_H */

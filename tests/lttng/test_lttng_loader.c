@@ -31,8 +31,10 @@ static char g_tmp[] = "/tmp/ccomm-lttng-loader-XXXXXX";
 static void configure(const char *lttng, const char *provider)
 {
     setenv("CCOMM_LTTNG", lttng, 1);
-    if (provider) setenv("CCOMM_LTTNG_PROVIDER", provider, 1);
-    else unsetenv("CCOMM_LTTNG_PROVIDER");
+    if (provider)
+        setenv("CCOMM_LTTNG_PROVIDER", provider, 1);
+    else
+        unsetenv("CCOMM_LTTNG_PROVIDER");
     cc__config_reload();
     cc__lttng_unload();
 }
@@ -141,8 +143,12 @@ static void run_all_chains(void)
         cc__hooks_run_op(CC__HOOK_POST, NULL, &op);
     }
     cc_op_info_t op = sample_op(CC_OP_ALLREDUCE);
-    cc_abort_info_t a = {.comm_id = 1, .comm_name = "world", .size = 4,
-                         .reason = CC_ERR_TIMEOUT, .message = "deadline passed", .op = &op};
+    cc_abort_info_t a = {.comm_id = 1,
+                         .comm_name = "world",
+                         .size = 4,
+                         .reason = CC_ERR_TIMEOUT,
+                         .message = "deadline passed",
+                         .op = &op};
     cc__hooks_run_abort(NULL, &a, 0);
     a.op = NULL;
     cc__hooks_run_abort(NULL, &a, 0);
@@ -174,7 +180,8 @@ static void test_attach_detach(void **state)
     run_all_chains();
     cc__lttng_unload();
     assert_null(atomic_load(&cc__lttng_sites));
-    for (int k = 0; k < CC__HOOK_KINDS; k++) assert_int_equal(global_hooks(k), 0);
+    for (int k = 0; k < CC__HOOK_KINDS; k++)
+        assert_int_equal(global_hooks(k), 0);
     assert_int_equal(cc__lttng_load(), 1); /* attach again after a detach */
     expect_attached();
     cc__lttng_unload();
@@ -329,8 +336,8 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--preload-child")) return preload_child();
     if (!mkdtemp(g_tmp)) return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_off_by_default),   cmocka_unit_test(test_missing_provider),
-        cmocka_unit_test(test_not_a_provider),   cmocka_unit_test(test_attach_detach),
+        cmocka_unit_test(test_off_by_default),       cmocka_unit_test(test_missing_provider),
+        cmocka_unit_test(test_not_a_provider),       cmocka_unit_test(test_attach_detach),
         cmocka_unit_test(test_found_next_to_binary), cmocka_unit_test(test_preloaded),
         cmocka_unit_test(test_emit_macros),
     };

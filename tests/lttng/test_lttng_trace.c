@@ -38,10 +38,10 @@
 #include "trace_read.h"
 
 static struct {
-    char dir[64];       /* temp folder: LTTNG_HOME, trace, hook lists, dumps */
-    char log[128];      /* output of the lttng commands */
+    char dir[64];  /* temp folder: LTTNG_HOME, trace, hook lists, dumps */
+    char log[128]; /* output of the lttng commands */
     char session[64];
-    pid_t sessiond;     /* the daemon this test started; 0 when one was running */
+    pid_t sessiond; /* the daemon this test started; 0 when one was running */
     int session_made;
     tr_trace_t tr;
     tj_rank_t job[TJ_JOB_RANKS];   /* what each rank of the 4-rank job saw */
@@ -73,15 +73,18 @@ static void show_log(void)
     FILE *f = fopen(g.log, "r");
     char line[512];
     fprintf(stderr, "---- output of the lttng commands (%s)\n", g.log);
-    while (f && fgets(line, sizeof(line), f)) fputs(line, stderr);
+    while (f && fgets(line, sizeof(line), f))
+        fputs(line, stderr);
     if (f) fclose(f);
 }
 
 /* The session daemon's run directory: root has one per machine. */
 static void rundir(char *buf, size_t len)
 {
-    if (geteuid() == 0) snprintf(buf, len, "/var/run/lttng");
-    else snprintf(buf, len, "%s/.lttng", g.dir);
+    if (geteuid() == 0)
+        snprintf(buf, len, "/var/run/lttng");
+    else
+        snprintf(buf, len, "%s/.lttng", g.dir);
 }
 
 /* 1 while `pid` is a live (not zombie) lttng-sessiond. */
@@ -125,7 +128,8 @@ static void stop_sessiond(void)
 {
     if (!g.sessiond) return;
     kill(g.sessiond, SIGTERM);
-    for (int i = 0; i < 100 && is_sessiond(g.sessiond); i++) usleep(100000);
+    for (int i = 0; i < 100 && is_sessiond(g.sessiond); i++)
+        usleep(100000);
     if (is_sessiond(g.sessiond)) {
         fprintf(stderr, "lttng-sessiond %d ignored SIGTERM for 10 s: SIGKILL\n", (int)g.sessiond);
         kill(g.sessiond, SIGKILL);
@@ -217,7 +221,8 @@ static const tr_event_t *find(long vpid, const char *name, tr_match_fn match, co
 static int count(long vpid, const char *name, tr_match_fn match, const void *arg)
 {
     int n = 0;
-    while (find(vpid, name, match, arg, n)) n++;
+    while (find(vpid, name, match, arg, n))
+        n++;
     return n;
 }
 
@@ -247,8 +252,7 @@ static void expect_u64(const tr_event_t *e, const char *key, uint64_t want)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)want);
-    if (tr_u64(e, key, want + 1) != want)
-        fail_msg("%s.%s != %s in:%s", e->name, key, buf, e->text);
+    if (tr_u64(e, key, want + 1) != want) fail_msg("%s.%s != %s in:%s", e->name, key, buf, e->text);
 }
 
 static const tr_event_t *need(long vpid, const char *name, tr_match_fn match, const void *arg,
@@ -305,7 +309,8 @@ static void expect_op_events(long p, const tr_event_t *q)
     const tr_event_t *e = need(p, "op_end", same_op_id, &id, 0);
     assert_true(q < s && s < e); /* babeltrace2 prints in time order */
     char type[64], comm[32];
-    assert_true(tr_field(q, "type", type, sizeof(type)) && tr_field(q, "comm_id", comm, sizeof(comm)));
+    assert_true(tr_field(q, "type", type, sizeof(type)) &&
+                tr_field(q, "comm_id", comm, sizeof(comm)));
     EXPECT_FIELD(s, "type", type);
     EXPECT_FIELD(e, "type", type);
     EXPECT_FIELD(s, "comm_id", comm);
@@ -352,9 +357,11 @@ static void test_op_events(void **state)
         const tj_rank_t *me = &g.job[r];
         long p = me->pid;
         assert_int_equal(count(p, "op_enqueue", NULL, NULL), 6);
-        for (int i = 0; i < 6; i++) expect_op_events(p, need(p, "op_enqueue", NULL, NULL, i));
+        for (int i = 0; i < 6; i++)
+            expect_op_events(p, need(p, "op_enqueue", NULL, NULL, i));
         const tr_event_t *q[6];
-        for (int i = 0; i < 6; i++) q[i] = need(p, "op_enqueue", NULL, NULL, i);
+        for (int i = 0; i < 6; i++)
+            q[i] = need(p, "op_enqueue", NULL, NULL, i);
         expect_coll(q[0], "all_reduce", me->world_id, 1, "1024", "f32", "sum", 4096);
         expect_coll(q[1], "all_reduce", me->world_id, 2, "1024", "f32", "sum", 4096);
         EXPECT_FIELD(q[2], "type", "barrier");
@@ -364,7 +371,8 @@ static void test_op_events(void **state)
         expect_p2p(snd, "send", me->world_id, to);
         expect_p2p(rcv, "recv", me->world_id, from);
         expect_coll(q[5], "all_reduce", me->half_id, 1, "3", "i64", "max", 24);
-        for (int i = 0; i < 6; i++) expect_u64(q[i], "rank", (uint64_t)(i == 5 ? r / 2 : r));
+        for (int i = 0; i < 6; i++)
+            expect_u64(q[i], "rank", (uint64_t)(i == 5 ? r / 2 : r));
     }
 }
 
@@ -376,8 +384,10 @@ static void test_op_ids_match_hooks(void **state)
     static const char *const ends[] = {"op_end", "comm_init", "comm_split", "comm_destroy",
                                        "comm_abort"};
     const tj_rank_t *all[TJ_JOB_RANKS + TJ_HANG_RANKS];
-    for (int r = 0; r < TJ_JOB_RANKS; r++) all[r] = &g.job[r];
-    for (int r = 0; r < TJ_HANG_RANKS; r++) all[TJ_JOB_RANKS + r] = &g.hang[r];
+    for (int r = 0; r < TJ_JOB_RANKS; r++)
+        all[r] = &g.job[r];
+    for (int r = 0; r < TJ_HANG_RANKS; r++)
+        all[TJ_JOB_RANKS + r] = &g.hang[r];
     for (int k = 0; k < TJ_JOB_RANKS + TJ_HANG_RANKS; k++) {
         const tj_rank_t *me = all[k];
         int in_trace = 0;
@@ -389,8 +399,9 @@ static void test_op_ids_match_hooks(void **state)
             const tr_event_t *e = NULL;
             for (size_t j = 0; !e && j < sizeof(ends) / sizeof(ends[0]); j++)
                 e = find(me->pid, ends[j], same_op_id, &o->op_id, 0);
-            if (!e) fail_msg("process %ld: op %llu (%s) is not in the trace", me->pid,
-                             (unsigned long long)o->op_id, cc_op_type_name(o->type));
+            if (!e)
+                fail_msg("process %ld: op %llu (%s) is not in the trace", me->pid,
+                         (unsigned long long)o->op_id, cc_op_type_name(o->type));
             expect_u64(e, "comm_id", o->comm_id);
             EXPECT_FIELD(e, "status", cc_status_name(o->status));
             if (!strcmp(e->name, "op_end")) EXPECT_FIELD(e, "type", cc_op_type_name(o->type));
@@ -418,8 +429,9 @@ static void test_op_ids_match_recorder(void **state)
                                              "comm_abort"};
             for (int j = 0; is_life && !e && j < 4; j++)
                 e = find(me->pid, lc[j], same_op_id, &o->op_id, 0);
-            if (!e) fail_msg("rank %d: recorder op %llu (%s) is not in the trace", r,
-                             (unsigned long long)o->op_id, cc_op_type_name(o->type));
+            if (!e)
+                fail_msg("rank %d: recorder op %llu (%s) is not in the trace", r,
+                         (unsigned long long)o->op_id, cc_op_type_name(o->type));
             if (!is_life) EXPECT_FIELD(e, "type", cc_op_type_name(o->type));
             life += is_life;
         }
@@ -463,10 +475,8 @@ static void test_hang_path(void **state)
 }
 
 static const struct CMUnitTest trace_tests[] = {
-    cmocka_unit_test(test_lifecycle),
-    cmocka_unit_test(test_op_events),
-    cmocka_unit_test(test_op_ids_match_hooks),
-    cmocka_unit_test(test_op_ids_match_recorder),
+    cmocka_unit_test(test_lifecycle),          cmocka_unit_test(test_op_events),
+    cmocka_unit_test(test_op_ids_match_hooks), cmocka_unit_test(test_op_ids_match_recorder),
     cmocka_unit_test(test_hang_path),
 };
 

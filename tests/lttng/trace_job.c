@@ -24,7 +24,7 @@ int tj_have_recorder(void)
 
 /* ---- in a rank ---------------------------------------------------------------- */
 
-static tj_rank_t g_me;          /* this rank's record (each child has its own copy) */
+static tj_rank_t g_me; /* this rank's record (each child has its own copy) */
 static _Atomic int g_nops;
 static cc_hook_handle_t g_hook;
 static const char *g_dir;
@@ -73,7 +73,8 @@ static int ring(cc_comm_t *c, int rank, int size)
 {
     int32_t s[256], d[256];
     int to = (rank + 1) % size, from = (rank + size - 1) % size;
-    for (int i = 0; i < 256; i++) s[i] = rank * 1000 + i;
+    for (int i = 0; i < 256; i++)
+        s[i] = rank * 1000 + i;
     cc_status_t a, b;
     if (rank % 2 == 0) {
         a = cc_send(c, s, 256, CC_INT32, to, NULL, NULL);
@@ -84,7 +85,8 @@ static int ring(cc_comm_t *c, int rank, int size)
     }
     CC_TEST_REQUIRE(a == CC_OK && b == CC_OK, "ring: send %s recv %s", cc_status_name(a),
                     cc_status_name(b));
-    for (int i = 0; i < 256; i++) CC_TEST_REQUIRE(d[i] == from * 1000 + i, "ring value %d", i);
+    for (int i = 0; i < 256; i++)
+        CC_TEST_REQUIRE(d[i] == from * 1000 + i, "ring value %d", i);
     return 0;
 }
 
@@ -96,7 +98,8 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
     g_me.world_id = cc_comm_id(world);
     static float in[1024], out[1024];
-    for (int i = 0; i < 1024; i++) in[i] = (float)(rank + i);
+    for (int i = 0; i < 1024; i++)
+        in[i] = (float)(rank + i);
     for (int k = 0; k < 2; k++) {
         CC_TEST_REQUIRE(cc_allreduce(world, in, out, 1024, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
                         "allreduce %d", k);

@@ -56,7 +56,8 @@ int tr_read(const char *path, tr_trace_t *out)
 
 void tr_free(tr_trace_t *t)
 {
-    for (size_t i = 0; i < t->n; i++) free(t->ev[i].text);
+    for (size_t i = 0; i < t->n; i++)
+        free(t->ev[i].text);
     free(t->ev);
     t->ev = NULL;
     t->n = 0;
