@@ -27,11 +27,12 @@
 #include "clock.h"
 #include "log.h"
 
-#define IO_MIN_MS        10000 /* the least time the server gets to answer beyond a wait */
-#define RETRY_FIRST_MS   10    /* connect retries back off from here ... */
-#define RETRY_MAX_MS     250   /* ... to here */
-#define ATTEMPT_MIN_MS   100   /* a connect attempt gets at least this ... */
-#define HANDSHAKE_MIN_MS 1000  /* ... and a handshake this, even at the connect deadline */
+#define IO_MIN_MS        10000      /* the least time the server gets to answer beyond a wait */
+#define RETRY_FIRST_MS   10         /* connect retries back off from here ... */
+#define RETRY_MAX_MS     250        /* ... to here */
+#define RBUF_KEEP        (1u << 20) /* reply buffers above this are freed after use */
+#define ATTEMPT_MIN_MS   100        /* a connect attempt gets at least this ... */
+#define HANDSHAKE_MIN_MS 1000       /* ... and a handshake this, even at the connect deadline */
 
 /* Wait until fd is ready for `events` or the deadline passes. 0 ready, else -errno. */
 static int io_wait(int fd, short events, uint64_t deadline)
@@ -454,5 +455,10 @@ cc_status_t cc__store_call(cc__store_t *s, struct cc__store_wr *req, int64_t wai
 void cc__store_call_end(cc__store_t *s, struct cc__store_reply *rep)
 {
     reply_free(rep);
+    if (s->conn->rcap > RBUF_KEEP) { /* a big reply passed: give its memory back */
+        free(s->conn->rbuf);
+        s->conn->rbuf = NULL;
+        s->conn->rcap = 0;
+    }
     pthread_mutex_unlock(&s->conn->lock);
 }

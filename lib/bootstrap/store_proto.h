@@ -28,7 +28,7 @@
 #define CC__STORE_MAX_FIELDS  (CC__STORE_MAX_KEYS + 1u)
 
 /* A connection that has not authenticated within this time is dropped. */
-#define CC__STORE_AUTH_TIMEOUT_MS 10000
+#define CC__STORE_AUTH_TIMEOUT_MS 60000
 
 /* Requests (client -> server); a reply carries the request's opcode. */
 enum cc__store_op {

@@ -7,7 +7,8 @@
  *   ccrun_rank netns IP0,IP1  also check that rank r reaches the store from IP[r % k]
  *   ccrun_rank wrongkey       a client with another job key must be refused
  *   ccrun_rank exit R CODE    rank R exits with CODE, the others with 0
- *   ccrun_rank trap DIR       on SIGTERM write DIR/term.R and exit 0; DIR/ready.R when set up
+ *   ccrun_rank trap DIR       write DIR/ready.R, then on SIGINT, SIGTERM or SIGUSR2 write
+ *                             DIR/INT.R, TERM.R or USR2.R (and exit 0 on INT and TERM)
  *   ccrun_rank stubborn       ignore SIGTERM and wait forever
  */
 #include <fcntl.h>
@@ -55,14 +56,15 @@ static int check_store(const char *netns_ips)
 {
     const struct cc__config *c = cc__cfg();
     int rank = (int)c->rank, n = (int)c->size;
+    int64_t tmo = c->connect_timeout * 1000; /* CCOMM_CONNECT_TIMEOUT, as the library uses */
     cc__store_t *s = NULL;
-    if (cc__store_connect(c->store_addr, c->job_key, 20000, &s) != CC_OK)
+    if (cc__store_connect(c->store_addr, c->job_key, tmo, &s) != CC_OK)
         return fail("cannot connect to the store");
     int *all = calloc((size_t)n, sizeof(int)), rc = 0;
     char(*ids)[128] = calloc((size_t)n, 128), mine[128] = {0};
     snprintf(mine, sizeof(mine), "%s", c->job_id);
-    if (cc__store_allgather(s, "ranks", rank, n, &rank, all, sizeof(int), 20000) != CC_OK ||
-        cc__store_allgather(s, "ids", rank, n, mine, ids, 128, 20000) != CC_OK)
+    if (cc__store_allgather(s, "ranks", rank, n, &rank, all, sizeof(int), tmo) != CC_OK ||
+        cc__store_allgather(s, "ids", rank, n, mine, ids, 128, tmo) != CC_OK)
         rc = fail("allgather failed");
     for (int i = 0; !rc && i < n; i++)
         if (all[i] != i || strcmp(ids[i], mine) != 0) rc = fail("allgather gave wrong values");
@@ -79,7 +81,7 @@ static int check_store(const char *netns_ips)
         if (cc__store_local_addr(s, ip, sizeof(ip)) != CC_OK || strcmp(ip, tok) != 0)
             rc = fail("the rank is not in the network namespace it was given");
     }
-    if (!rc && cc__store_barrier(s, "end", n, 20000) != CC_OK) rc = fail("barrier failed");
+    if (!rc && cc__store_barrier(s, "end", n, tmo) != CC_OK) rc = fail("barrier failed");
     free(all);
     free(ids);
     cc__store_close(s);
@@ -101,22 +103,27 @@ static int wrong_key(void)
     return 0;
 }
 
-static char g_term_path[4096];
+static char g_dir[4000];
 
-static void on_term(int sig)
+/* Leave DIR/<SIG>.<rank> behind (async-signal-safe); INT and TERM then end the rank. */
+static void on_signal(int sig)
 {
-    (void)sig;
-    int fd = open(g_term_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char path[4096];
+    const char *name = sig == SIGINT ? "INT" : sig == SIGTERM ? "TERM" : "USR2";
+    snprintf(path, sizeof(path), "%s/%s.%lld", g_dir, name, (long long)cc__cfg()->rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) close(fd);
-    _exit(0);
+    if (sig != SIGUSR2) _exit(0);
 }
 
-static int trap_term(const char *dir)
+static int trap_signals(const char *dir)
 {
     char ready[4096];
     long long r = cc__cfg()->rank;
-    snprintf(g_term_path, sizeof(g_term_path), "%s/term.%lld", dir, r);
-    signal(SIGTERM, on_term);
+    snprintf(g_dir, sizeof(g_dir), "%s", dir);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGUSR2, on_signal);
     snprintf(ready, sizeof(ready), "%s/ready.%lld", dir, r);
     FILE *f = fopen(ready, "w");
     if (!f) return fail("cannot write the ready file");
@@ -141,7 +148,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "wrongkey")) return wrong_key();
     if (!strcmp(mode, "exit") && argc == 4)
         return cc__cfg()->rank == atoi(argv[2]) ? atoi(argv[3]) : 0;
-    if (!strcmp(mode, "trap") && argc == 3) return trap_term(argv[2]);
+    if (!strcmp(mode, "trap") && argc == 3) return trap_signals(argv[2]);
     if (!strcmp(mode, "stubborn")) {
         signal(SIGTERM, SIG_IGN);
         for (;;)
