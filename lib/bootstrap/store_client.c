@@ -81,9 +81,10 @@ static int io_recv(int fd, uint8_t *p, size_t len, uint64_t deadline)
 
 /*
  * Receive one frame answering `op` into conn->rbuf and split its fields.
- * 0, -errno, or -EPROTO with the reason in `why`.
+ * During the handshake the peer is not trusted yet, so its frames must be
+ * tiny; `max` is the payload limit. 0, -errno, or -EPROTO with the reason in `why`.
  */
-static int recv_frame(struct cc__store_conn *c, uint8_t op, uint64_t deadline,
+static int recv_frame(struct cc__store_conn *c, uint8_t op, uint32_t max, uint64_t deadline,
                       struct cc__store_reply *rep, char *why, size_t whylen)
 {
     uint8_t raw[CC__STORE_HDR_SIZE];
@@ -91,7 +92,7 @@ static int recv_frame(struct cc__store_conn *c, uint8_t op, uint64_t deadline,
     int rc = io_recv(c->fd, raw, sizeof(raw), deadline);
     if (rc) return rc;
     cc__store_hdr_decode(raw, &h);
-    if (cc__store_hdr_check(&h, CC__STORE_MAX_REPLY, why, whylen) != 0) return -EPROTO;
+    if (cc__store_hdr_check(&h, max, why, whylen) != 0) return -EPROTO;
     if (h.op != op) {
         snprintf(why, whylen, "reply with opcode %u to a request with opcode %u", h.op, op);
         return -EPROTO;
@@ -143,7 +144,8 @@ static cc_status_t auth_exchange(struct cc__store_conn *c, const char *key, cons
     cc__store_wr_field(&w, mac, *key ? sizeof(mac) : 0);
     int rc = cc__store_wr_end(&w) ? -ENOMEM : io_send(c->fd, w.buf, w.len, deadline);
     cc__store_wr_free(&w);
-    if (!rc) rc = recv_frame(c, CC__STORE_OP_AUTH, deadline, &rep, err, errlen);
+    if (!rc)
+        rc = recv_frame(c, CC__STORE_OP_AUTH, CC__STORE_MAX_PREAUTH, deadline, &rep, err, errlen);
     cc_status_t st = CC_OK;
     if (rc) {
         if (rc != -EPROTO) cc__store_errstr(-rc, err, errlen);
@@ -176,7 +178,7 @@ static cc_status_t handshake(struct cc__store_conn *c, const char *key, uint64_t
                              char *err, size_t errlen)
 {
     struct cc__store_reply rep = {0};
-    int rc = recv_frame(c, CC__STORE_OP_HELLO, deadline, &rep, err, errlen);
+    int rc = recv_frame(c, CC__STORE_OP_HELLO, CC__STORE_MAX_PREAUTH, deadline, &rep, err, errlen);
     if (rc) {
         if (rc != -EPROTO) cc__store_errstr(-rc, err, errlen);
         reply_free(&rep);
@@ -438,7 +440,8 @@ cc_status_t cc__store_call(cc__store_t *s, struct cc__store_wr *req, int64_t wai
     cc__store_wr_free(req);
     if (!rc) {
         int64_t total = wait_ms > INT64_MAX - c->io_ms ? INT64_MAX : wait_ms + c->io_ms;
-        rc = recv_frame(c, op, cc__deadline_after_ms(total), rep, why, sizeof(why));
+        rc = recv_frame(c, op, CC__STORE_MAX_REPLY, cc__deadline_after_ms(total), rep, why,
+                        sizeof(why));
     }
     if (!rc) return CC_OK;
     if (rc != -EPROTO) cc__store_errstr(-rc, why, sizeof(why));

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -301,6 +302,64 @@ static void test_client_leaves_while_parked(void **state)
     cc__store_server_stop(t.srv);
 }
 
+/* --- a client facing something that is not a store --- */
+
+struct fake_server {
+    int lfd;
+    const uint8_t *greeting; /* sent to every connection, which is then closed */
+    size_t len;
+};
+
+static void *fake_server_main(void *arg)
+{
+    struct fake_server *f = arg;
+    for (;;) {
+        int fd = accept(f->lfd, NULL, NULL);
+        if (fd < 0) return NULL; /* the listening socket was shut down */
+        ssize_t w = send(fd, f->greeting, f->len, MSG_NOSIGNAL);
+        (void)w;
+        close(fd);
+    }
+}
+
+static void expect_refused_greeting(const uint8_t *greeting, size_t len, const char *why)
+{
+    struct fake_server f = {socket(AF_INET, SOCK_STREAM, 0), greeting, len};
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof(sa);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(f.lfd, 16), 0);
+    getsockname(f.lfd, (struct sockaddr *)&sa, &sl);
+    pthread_t th;
+    pthread_create(&th, NULL, fake_server_main, &f);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    cc__store_t *c = NULL;
+    struct test_capture cap;
+    capture_begin(&cap);
+    cc_status_t st = cc__store_connect(addr, TEST_KEY, 300, &c);
+    char *log = capture_end(&cap);
+    shutdown(f.lfd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(f.lfd);
+    assert_int_equal(st, CC_ERR_TIMEOUT);
+    assert_null(c);
+    assert_non_null(strstr(log, why));
+    free(log);
+}
+
+static void test_client_refuses_a_non_store(void **state)
+{
+    (void)state;
+    const char *http = "HTTP/1.1 200 OK\r\n\r\n";
+    expect_refused_greeting((const uint8_t *)http, strlen(http), "bad magic 0x48545450");
+    /* A valid-looking header announcing a huge payload: refused before any allocation. */
+    uint8_t h[CC__STORE_HDR_SIZE];
+    hdr_bytes(h, CC__STORE_MAGIC, CC__STORE_OP_HELLO, 2, 0x7fffffffu);
+    expect_refused_greeting(h, sizeof(h), "payload of 2147483647 bytes over the limit of 256");
+}
+
 /* --- connecting and listening --- */
 
 static void test_unreachable_times_out(void **state)
@@ -405,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_malformed_frames),
         cmocka_unit_test(test_malformed_fields),
         cmocka_unit_test(test_client_leaves_while_parked),
+        cmocka_unit_test(test_client_refuses_a_non_store),
         cmocka_unit_test(test_unreachable_times_out),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_port_in_use),
