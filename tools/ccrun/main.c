@@ -45,7 +45,7 @@ static const char usage_text[] =
     "  --timeout S        wall-clock limit of the whole job; on expiry SIGTERM, then\n"
     "                     SIGKILL, and ccrun exits 124 (default: none)\n"
     "  --no-prefix        do not prefix output lines with \"[rank] \"\n"
-    "  --netns NS1,NS2,.. run rank r inside network namespace NS[r %% k]\n"
+    "  --netns NS1,NS2,.. run rank r inside network namespace NS[r % k]\n"
     "                     (/var/run/netns/NAME, as made by `ip netns add`; needs root)\n"
     "  --store-host ADDR  address the store binds to and ranks connect to\n"
     "                     (default 127.0.0.1; required with --netns)\n"
