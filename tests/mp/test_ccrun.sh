@@ -123,7 +123,7 @@ env_doc)
     diff -u "$SRC/docs/env.md" "$tmp/env.md" >"$tmp/out" ||
         fail "docs/env.md is stale: run 'cmake --build <build> --target docs-env' and commit it"
     ;;
-netns) exec sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG" ;;
+netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac
 echo "PASS ($case)"
