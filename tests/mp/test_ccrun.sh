@@ -5,7 +5,9 @@
 set -u
 case=$1 CCRUN=$2 RANKPROG=$3 SRC=$4
 tmp=$(mktemp -d /tmp/ccrun_test.XXXXXX)
-cleanup() { rm -rf "$tmp"; }
+pid=
+# A ccrun left in the background by a failed case dies here; its ranks follow (PDEATHSIG).
+cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL ($case): $*"; echo "--- stdout"; cat "$tmp/out" 2>/dev/null; echo "--- stderr"; cat "$tmp/err" 2>/dev/null; exit 1; }
 # run EXPECTED_RC ccrun-args... : run ccrun, capture output, check the exit status
