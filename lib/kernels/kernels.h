@@ -35,6 +35,21 @@ cc_status_t cc__kernel_reduce_get(cc_dtype_t dtype, cc_redop_t op, cc__reduce_fn
 cc_status_t cc__kernel_check(cc_dtype_t dtype, cc_redop_t op);
 
 /*
+ * dst[i] = src[0][i] op src[1][i] op ... op src[nsrc-1][i], combined left to
+ * right in exactly that order whatever the vector width, so every rank that
+ * runs it on the same inputs gets the same bits. float16 and bfloat16 are
+ * accumulated in float32 across all inputs and rounded once at the end.
+ * dst may equal any src[k] exactly (no partial overlap); sources may overlap
+ * one another. nsrc == 1 copies src[0]; nsrc < 1 writes nothing. Two to
+ * eight inputs run as one fused pass over memory; more run in L1-sized
+ * blocks with the same result.
+ */
+typedef void (*cc__reduce_multi_fn)(void *dst, const void *const *src, int nsrc, size_t n);
+
+/* The multi-input kernel for (dtype, op); statuses as cc__kernel_reduce_get. */
+cc_status_t cc__kernel_reduce_multi_get(cc_dtype_t dtype, cc_redop_t op, cc__reduce_multi_fn *fn);
+
+/*
  * dst[i] = src[i] * factor, computed in double for 64-bit types and float
  * for the others, rounded to the dtype (integers: truncation toward zero of
  * the exact quotient when used for AVG, see cc__kernel_div). dst may equal src.
@@ -45,9 +60,34 @@ void cc__kernel_scale(cc_dtype_t dtype, void *dst, const void *src, size_t n, do
  * (truncating toward zero); floats multiply by nothing, they divide. */
 void cc__kernel_div(cc_dtype_t dtype, void *dst, const void *src, size_t n, unsigned divisor);
 
+/*
+ * Instruction-set variants. Every kernel exists once per variant; the
+ * functions above use the best one this CPU runs. All variants give the same
+ * bits (tests compare them); the _isa functions let tests and the benchmark
+ * pick one. Unavailable variants return CC_ERR_NOT_SUPPORTED.
+ */
+typedef enum cc__kernel_isa {
+    CC__KISA_GENERIC, /* portable C, the compiler's baseline (SSE2 on x86-64) */
+    CC__KISA_AVX2,    /* AVX2 + F16C */
+    CC__KISA_AVX512,  /* AVX-512 F/BW/VL/DQ + F16C */
+    CC__KISA_COUNT
+} cc__kernel_isa_t;
+
+cc__kernel_isa_t cc__kernel_isa_best(void);
+int cc__kernel_isa_available(cc__kernel_isa_t isa);    /* built in and run by this CPU */
+const char *cc__kernel_isa_name(cc__kernel_isa_t isa); /* "generic", "avx2", "avx512" */
+cc_status_t cc__kernel_reduce_get_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
+                                      cc__reduce_fn *fn);
+cc_status_t cc__kernel_reduce_multi_get_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
+                                            cc__reduce_multi_fn *fn);
+cc_status_t cc__kernel_scale_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, void *dst, const void *src,
+                                 size_t n, double factor);
+cc_status_t cc__kernel_div_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, void *dst, const void *src,
+                               size_t n, unsigned divisor);
+
 /* Conversions used by the kernels, exported for tests and tools. */
 float cc__half_to_float(uint16_t h);
-uint16_t cc__float_to_half(float f);     /* round to nearest even; NaN stays NaN */
+uint16_t cc__float_to_half(float f); /* round to nearest even; NaN stays NaN */
 float cc__bfloat16_to_float(uint16_t b);
 uint16_t cc__float_to_bfloat16(float f); /* round to nearest even; NaN stays NaN */
 
