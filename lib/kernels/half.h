@@ -88,4 +88,31 @@ static inline uint16_t cc__f2bf(float f)
     return (uint16_t)((int32_t)(x & 0x7fffffffu) > (int32_t)0x7f800000u ? nan : r);
 }
 
+/*
+ * The kernels' roundings: the same but for NaN, which comes out quiet (top
+ * payload bits kept). Every NaN a kernel rounds is the result of a float
+ * operation or of the MIN/MAX quieting, so already quiet, and both versions
+ * give the same bits for it; the float compare is cheaper than the integer
+ * payload test (bfloat16 SUM runs 1.5x faster in cache with AVX-512).
+ */
+static inline uint16_t cc__f2h_q(float f)
+{
+    uint32_t w = cc__kf_bits(f);
+    float base = (cc__kf_from_bits(w & 0x7fffffffu) * 0x1p112f) * 0x1p-110f;
+    uint32_t bias = (w + w) & 0xff000000u;
+    bias = (int32_t)(bias >> 1) < (int32_t)(0x71000000u >> 1) ? 0x71000000u : bias;
+    base = cc__kf_from_bits((bias >> 1) + 0x07800000u) + base;
+    uint32_t bits = cc__kf_bits(base);
+    uint32_t r = ((bits >> 13) & 0x7c00u) + (bits & 0x0fffu);
+    r = f != f ? 0x7e00u | ((w >> 13) & 0x3ffu) : r;
+    return (uint16_t)(((w >> 16) & 0x8000u) | r);
+}
+
+static inline uint16_t cc__f2bf_q(float f)
+{
+    uint32_t x = cc__kf_bits(f);
+    uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    return (uint16_t)(f != f ? (x >> 16) | 0x40u : r);
+}
+
 #endif /* CC_KERNELS_HALF_H */

@@ -81,12 +81,14 @@ cc__kernel_isa_t cc__kernel_isa_best(void)
     return (cc__kernel_isa_t)isa;
 }
 
-/* CC_OK, or the status for an unusable variant or out-of-range enums. */
-static cc_status_t lookup_check(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op)
+/* CC_OK, or the status for an unusable variant, out-of-range enums, a
+ * bitwise op on floats or (when `out` is given as NULL) no output. */
+static cc_status_t lookup_check(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
+                                const void *out)
 {
     if ((unsigned)dtype >= CC_DTYPE_COUNT || (unsigned)op >= CC_REDOP_COUNT)
         return CC_ERR_INVALID_ARG;
-    if ((unsigned)isa >= CC__KISA_COUNT) return CC_ERR_INVALID_ARG;
+    if ((unsigned)isa >= CC__KISA_COUNT || out == NULL) return CC_ERR_INVALID_ARG;
     if (!cc__kernel_isa_available(isa)) return CC_ERR_NOT_SUPPORTED;
     /* Every variant lists the same pairs; NULL means a bitwise op on floats. */
     return isa_table(isa)->pair[dtype][op] ? CC_OK : CC_ERR_NOT_SUPPORTED;
@@ -94,27 +96,23 @@ static cc_status_t lookup_check(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop
 
 cc_status_t cc__kernel_check(cc_dtype_t dtype, cc_redop_t op)
 {
-    return lookup_check(CC__KISA_GENERIC, dtype, op);
+    return lookup_check(CC__KISA_GENERIC, dtype, op, "");
 }
 
 cc_status_t cc__kernel_reduce_get_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
                                       cc__reduce_fn *fn)
 {
-    cc_status_t st = lookup_check(isa, dtype, op);
-    if (st != CC_OK) return st;
-    if (fn == NULL) return CC_ERR_INVALID_ARG;
-    *fn = isa_table(isa)->pair[dtype][op];
-    return CC_OK;
+    cc_status_t st = lookup_check(isa, dtype, op, fn);
+    if (st == CC_OK) *fn = isa_table(isa)->pair[dtype][op];
+    return st;
 }
 
 cc_status_t cc__kernel_reduce_multi_get_isa(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
                                             cc__reduce_multi_fn *fn)
 {
-    cc_status_t st = lookup_check(isa, dtype, op);
-    if (st != CC_OK) return st;
-    if (fn == NULL) return CC_ERR_INVALID_ARG;
-    *fn = isa_table(isa)->multi[dtype][op];
-    return CC_OK;
+    cc_status_t st = lookup_check(isa, dtype, op, fn);
+    if (st == CC_OK) *fn = isa_table(isa)->multi[dtype][op];
+    return st;
 }
 
 cc_status_t cc__kernel_reduce_get(cc_dtype_t dtype, cc_redop_t op, cc__reduce_fn *fn)
@@ -130,7 +128,7 @@ cc_status_t cc__kernel_reduce_multi_get(cc_dtype_t dtype, cc_redop_t op, cc__red
 /* Shared checks of scale and div; SUM is supported for every dtype. */
 static cc_status_t unary_check(cc__kernel_isa_t isa, cc_dtype_t dtype, const char *what)
 {
-    cc_status_t st = lookup_check(isa, dtype, CC_SUM);
+    cc_status_t st = lookup_check(isa, dtype, CC_SUM, "");
     if (st != CC_OK)
         cc_log_error(CC_SUBSYS_COLL, "kernels: %s of dtype %d with variant %d: %s", what,
                      (int)dtype, (int)isa, cc_status_str(st));

@@ -170,9 +170,13 @@ static inline int cc__kmulti_trivial(void *dst, const void *const *src, int nsrc
             d[i] = CC__KST(K, CC__KLD(K, s[i]) * f);                                               \
     }
 
-/* 8- and 32-bit integers: the product in double (exact for these), NaN to
- * 0, saturated to [LO, HI], truncated toward zero. */
-#define CC__KV_SCALE_I(K, LO, HI)                                                                  \
+/*
+ * Integers: the product rounded to double, NaN taken as 0, saturated to
+ * [LO, MAX], truncated toward zero. TOP is the first double above the range
+ * (MAX + 1, exact for every dtype: INT64_MAX and UINT64_MAX are not doubles,
+ * 2^63 and 2^64 are); the conversion only runs for values in range.
+ */
+#define CC__KV_SCALE_I(K, LO, TOP, MAX)                                                            \
     static void scale_##K(void *dst, const void *src, size_t n, double factor)                     \
     {                                                                                              \
         CC__KS(K) *d = dst;                                                                        \
@@ -181,23 +185,7 @@ static inline int cc__kmulti_trivial(void *dst, const void *const *src, int nsrc
             double p = (double)s[i] * factor;                                                      \
             p = p != p ? 0.0 : p;                                                                  \
             p = p < (LO) ? (LO) : p;                                                               \
-            p = p > (HI) ? (HI) : p;                                                               \
-            d[i] = (CC__KS(K))p;                                                                   \
-        }                                                                                          \
-    }
-
-/* 64-bit integers: as above; 2^63 and 2^64 are the first doubles out of
- * range (the maxima themselves are not doubles). */
-#define CC__KV_SCALE_I64(K, LO, HI, TOP)                                                           \
-    static void scale_##K(void *dst, const void *src, size_t n, double factor)                     \
-    {                                                                                              \
-        CC__KS(K) *d = dst;                                                                        \
-        const CC__KS(K) *s = src;                                                                  \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            double p = (double)s[i] * factor;                                                      \
-            p = p != p ? 0.0 : p;                                                                  \
-            p = p < (LO) ? (LO) : p;                                                               \
-            d[i] = p >= (TOP) ? (HI) : (CC__KS(K))p;                                               \
+            d[i] = p >= (TOP) ? (MAX) : (CC__KS(K))p;                                              \
         }                                                                                          \
     }
 

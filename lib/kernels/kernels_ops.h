@@ -7,7 +7,7 @@
  *   CC__K_<K>_CK  compute class: whose cc__k_<OP>_<CK>() functions apply
  *   CC__K_<K>_C   compute type
  *   CC__K_<K>_LD  storage -> compute (widening for the 16-bit floats)
- *   CC__K_<K>_ST  compute -> storage (rounding to nearest even)
+ *   CC__K_<K>_ST  compute -> storage (rounding to nearest even; NaN quiet)
  * Signed and unsigned integers share the unsigned kinds for SUM, PROD and
  * the bitwise ops (two's complement wraps the same way, and unsigned
  * arithmetic wraps without undefined behaviour); only MIN and MAX need the
@@ -166,12 +166,12 @@ CC__KFLOAT_OPS(double, f64)
 #define CC__K_f16_C   float
 #define CC__K_f16_CK  f32
 #define CC__K_f16_LD  cc__h2f
-#define CC__K_f16_ST  cc__f2h
+#define CC__K_f16_ST  cc__f2h_q
 #define CC__K_bf16_S  uint16_t
 #define CC__K_bf16_C  float
 #define CC__K_bf16_CK f32
 #define CC__K_bf16_LD cc__bf2f
-#define CC__K_bf16_ST cc__f2bf
+#define CC__K_bf16_ST cc__f2bf_q
 
 /* cc__k_<OP>_<compute class of K>: the indirection expands CC__K_<K>_CK first. */
 #define CC__KOPX(OP, CK) cc__k_##OP##_##CK

@@ -31,8 +31,8 @@ fi
 # conversion; AVX2 lacks the conversion too (AVX-512DQ brings it).
 known_scalar() {
     case $1 in
-    generic) echo '\((u64|i64), (PROD|MIN|MAX)\)|SCALE_I64' ;;
-    avx2) echo 'SCALE_I64' ;;
+    generic) echo '\((u64|i64), (PROD|MIN|MAX)\)|SCALE_I\((u64|i64),' ;;
+    avx2) echo 'SCALE_I\((u64|i64),' ;;
     *) echo '^$' ;;
     esac
 }
