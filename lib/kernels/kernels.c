@@ -2,10 +2,10 @@
  * kernels.c - picks the kernel variant for this CPU and looks kernels up in
  * its table (kernels_table.h); the entry points of kernels.h.
  *
- * The variant is chosen once (a relaxed atomic caches it: any thread may
- * compute it first, all compute the same value). Lookups validate the enums
- * and log nothing: the caller knows the communicator and the operation and
- * logs with that context.
+ * The CPU is asked once which variants it runs (cached in a relaxed atomic;
+ * the best one is the widest). Lookups validate the enums and log nothing:
+ * the caller knows the communicator and the operation and logs with that
+ * context.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -55,9 +55,23 @@ static int isa_runs(cc__kernel_isa_t isa)
 #endif
 }
 
+/* Bit i set: variant i is built and runs here. Computed once; racing
+ * threads compute the same value, so relaxed order suffices. */
+static unsigned isa_mask(void)
+{
+    static _Atomic int cached = -1;
+    int mask = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (mask >= 0) return (unsigned)mask;
+    mask = 0;
+    for (int i = 0; i < CC__KISA_COUNT; i++)
+        if (isa_table((cc__kernel_isa_t)i) != NULL && isa_runs((cc__kernel_isa_t)i)) mask |= 1 << i;
+    atomic_store_explicit(&cached, mask, memory_order_relaxed);
+    return (unsigned)mask;
+}
+
 int cc__kernel_isa_available(cc__kernel_isa_t isa)
 {
-    return (unsigned)isa < CC__KISA_COUNT && isa_table(isa) != NULL && isa_runs(isa);
+    return (unsigned)isa < CC__KISA_COUNT && (isa_mask() >> isa & 1u);
 }
 
 const char *cc__kernel_isa_name(cc__kernel_isa_t isa)
@@ -67,17 +81,10 @@ const char *cc__kernel_isa_name(cc__kernel_isa_t isa)
 
 cc__kernel_isa_t cc__kernel_isa_best(void)
 {
-    static _Atomic int cached = -1;
-    int isa = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (isa >= 0) return (cc__kernel_isa_t)isa;
-    isa = CC__KISA_GENERIC;
-    for (int i = CC__KISA_COUNT - 1; i > CC__KISA_GENERIC; i--) {
-        if (cc__kernel_isa_available((cc__kernel_isa_t)i)) {
-            isa = i;
-            break;
-        }
-    }
-    atomic_store_explicit(&cached, isa, memory_order_relaxed);
+    unsigned mask = isa_mask();
+    int isa = CC__KISA_COUNT - 1;
+    while (isa > CC__KISA_GENERIC && !(mask >> isa & 1u))
+        isa--;
     return (cc__kernel_isa_t)isa;
 }
 
