@@ -1,11 +1,11 @@
 #!/bin/sh
-# lttng_bench.sh [BUILD_DIR] - run bench/lttng_bench twice: with no session
+# lttng_bench.sh [BUILD_DIR] - run BUILD_DIR/bin/lttng_bench twice: with no session
 # (absent and idle figures), then while a session records ccomm:* in
 # overwrite mode (per-event figures). Uses a private LTTNG_HOME; a session
 # daemon started here is stopped by its PID afterwards.
 set -eu
 build=${1:-build}
-bench="$build/bench/lttng_bench"
+bench="$build/bin/lttng_bench"
 tmp=$(mktemp -d /tmp/ccomm-lttng-bench-XXXXXX)
 export LTTNG_HOME="$tmp"
 export HOME="${HOME:-$tmp}"
