@@ -56,7 +56,7 @@ __attribute__((constructor)) static void child_entry(void)
     long long off;
     int rank, size, pos = 0;
     char addr[64];
-    if (sscanf(spec, "%lld:%d:%d:%63[^:]:%n", &off, &rank, &size, addr, &pos) != 4 || !pos) {
+    if (sscanf(spec, "%lld;%d;%d;%63[^;];%n", &off, &rank, &size, addr, &pos) != 4 || !pos) {
         fprintf(stderr, "harness: bad %s=%s\n", CHILD_VAR, spec);
         _exit(99);
     }
@@ -98,7 +98,7 @@ static pid_t spawn(int r, int n, const char *addr, cc_test_rank_fn fn, const voi
     long long off = (long long)((char *)(void *)fn - (char *)(void *)anchor);
     size_t alen = arg ? strlen(arg) : 0;
     char *spec = malloc(alen + 160);
-    snprintf(spec, alen + 160, "%s=%lld:%d:%d:%s:%s%s", CHILD_VAR, off, r, n, addr,
+    snprintf(spec, alen + 160, "%s=%lld;%d;%d;%s;%s%s", CHILD_VAR, off, r, n, addr,
              arg ? "=" : "-", arg ? (const char *)arg : "");
     char **env = child_env(extra, spec);
     char *argv[] = {(char *)"ccomm-test-rank", NULL};
