@@ -95,7 +95,19 @@ cc_status_t cc__net_test(cc__net_t *net, cc__req_t *req, int *done);
  */
 cc_status_t cc__net_wait(cc__net_t *net, cc__req_t *const *reqs, int n, uint64_t deadline_ns);
 
-/* Blocking conveniences over isend/irecv/wait. */
+/*
+ * Withdraw a request the wire has not touched yet (a receive not matched, a
+ * send not started): it finishes with `status` and its buffer is free again.
+ * Returns CC_OK when withdrawn (or already finished), CC_ERR_BUSY when some
+ * of its bytes are in flight (wait for it, or abort the net), or
+ * CC_ERR_INVALID_ARG. Added to net.h by the transport; the blocking calls
+ * below use it when their deadline passes.
+ */
+cc_status_t cc__net_cancel(cc__net_t *net, cc__req_t *req, cc_status_t status);
+
+/* Blocking conveniences over isend/irecv/wait. On a deadline they cancel their
+ * requests; if one is already in flight they abort the net (CC_ERR_TIMEOUT)
+ * so that no buffer is used after they return. */
 cc_status_t cc__net_send(cc__net_t *net, int peer, uint32_t tag, const void *buf, size_t len,
                          uint64_t deadline_ns);
 cc_status_t cc__net_recv(cc__net_t *net, int peer, uint32_t tag, void *buf, size_t len,

@@ -1,0 +1,277 @@
+/*
+ * tcp_msg.c - frames over the TCP connections: sending, receiving, sleeping.
+ *
+ * Sends to a peer go out in order; the head's header and payload are written
+ * with one sendmsg() per piece of at most CCOMM_TCP_CHUNK_SIZE, straight
+ * from the caller's buffer. A would-block arms EPOLLOUT until the queue
+ * drains.
+ *
+ * Receiving reads into a 64 KiB staging buffer (many small frames per
+ * recv()), except that a large payload arriving for a matched receive is
+ * read straight into the receive's buffer. A frame nobody waits for is held
+ * aside in a buffer of its size (the rare path); a frame whose receive has
+ * another length is read and dropped, so the stream stays in step.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "log.h"
+#include "tcp.h"
+
+static const char *loss_cause(int err)
+{
+    return err == ECONNRESET || err == EPIPE ? "reset the connection" : "broke the connection";
+}
+
+/* ---- sending ----------------------------------------------------------------------------- */
+
+static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    int moved = 0;
+    uint64_t chunk = cc__tcp(net)->chunk;
+    cc__req_t *req;
+    while ((req = tp->sq_head) != NULL) {
+        const size_t hl = sizeof(tp->tx_hdr);
+        if (tp->tx_off == 0)
+            tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, req->tag, req->len};
+        struct iovec iov[2];
+        int k = 0;
+        if (tp->tx_off < hl) iov[k++] = (struct iovec){(char *)&tp->tx_hdr + tp->tx_off, hl - tp->tx_off};
+        size_t poff = tp->tx_off > hl ? tp->tx_off - hl : 0, left = req->len - poff;
+        if (left) iov[k++] = (struct iovec){(char *)req->buf + poff, left < chunk ? left : chunk};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
+        ssize_t w = sendmsg(tp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            cc__tcp_want_out(net, tp, 1);
+            return moved;
+        }
+        if (w < 0) {
+            cc__tcp_drop(net, tp, loss_cause(errno), NULL);
+            return moved + 1;
+        }
+        moved = 1;
+        tp->tx_off += (size_t)w;
+        req->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
+        if (tp->tx_off < hl + req->len) continue;
+        tp->sq_head = req->next;
+        if (!tp->sq_head) tp->sq_tail = NULL;
+        tp->tx_off = 0;
+        cc__req_finish(net, req, CC_OK);
+    }
+    cc__tcp_want_out(net, tp, 0);
+    return moved;
+}
+
+cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *req)
+{
+    struct cc__tcp_peer *tp = p->priv;
+    int idle = tp->sq_head == NULL;
+    req->next = NULL;
+    if (tp->sq_tail) tp->sq_tail->next = req;
+    else tp->sq_head = req;
+    tp->sq_tail = req;
+    /* Nothing ahead of it: try now (small messages usually leave in this call). */
+    if (idle) tx(net, tp);
+    return CC_OK;
+}
+
+/* ---- receiving --------------------------------------------------------------------------- */
+
+/* recv() into buf: bytes read, 0 when it would block, -1 when the peer is gone. */
+static ssize_t rd(struct cc__net *net, struct cc__tcp_peer *tp, void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t n = recv(tp->fd, buf, len, MSG_DONTWAIT);
+        if (n > 0) return n;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        cc__tcp_drop(net, tp, n == 0 ? "closed the connection" : loss_cause(errno), NULL);
+        return -1;
+    }
+}
+
+/* Top up the staging buffer; as rd(). */
+static ssize_t fill(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    if (tp->st_beg == tp->st_end) tp->st_beg = tp->st_end = 0;
+    if (tp->st_end == CC__TCP_STAGE || (tp->st_beg && CC__TCP_STAGE - tp->st_end < 64)) {
+        memmove(tp->stage, tp->stage + tp->st_beg, tp->st_end - tp->st_beg);
+        tp->st_end -= tp->st_beg;
+        tp->st_beg = 0;
+    }
+    ssize_t n = rd(net, tp, tp->stage + tp->st_end, CC__TCP_STAGE - tp->st_end);
+    if (n > 0) tp->st_end += (size_t)n;
+    return n;
+}
+
+/* Where the payload goes: the matched receive, the held copy, or nowhere. */
+static char *rx_target(struct cc__tcp_peer *tp)
+{
+    size_t off = tp->rx_len - tp->rx_left;
+    if (tp->rx_req) return (char *)tp->rx_req->buf + off;
+    if (tp->rx_msg) return tp->rx_msg->data + off;
+    return NULL;
+}
+
+static void rx_account(struct cc__tcp_peer *tp, size_t n)
+{
+    tp->rx_left -= n;
+    if (tp->rx_req) tp->rx_req->done = tp->rx_len - tp->rx_left;
+    if (tp->rx_msg) tp->rx_msg->got = tp->rx_len - tp->rx_left;
+}
+
+static void end_frame(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    tp->in_body = 0;
+    if (tp->rx_req) cc__req_finish(net, tp->rx_req, CC_OK);
+    else if (tp->rx_msg) cc__net_msg_done(net, tp->p, tp->rx_msg);
+    tp->rx_req = NULL;
+    tp->rx_msg = NULL;
+}
+
+/* A header arrived: find the frame's destination. 0, or -1 when the peer was dropped. */
+static int start_frame(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    struct cc__tcp_frame h;
+    memcpy(&h, tp->stage + tp->st_beg, sizeof(h));
+    tp->st_beg += sizeof(h);
+    if (h.magic != CC__TCP_FRAME_MAGIC || h.len > (1ull << 48)) {
+        cc_log_error(CC_SUBSYS_TCP, "tcp: malformed frame from rank %d (%s): magic 0x%x, %llu bytes",
+                     tp->p->rank, tp->where, h.magic, (unsigned long long)h.len);
+        cc__tcp_drop(net, tp, "sent a malformed frame", NULL);
+        return -1;
+    }
+    tp->rx_tag = h.tag;
+    tp->rx_len = tp->rx_left = h.len;
+    tp->in_body = 1;
+    cc__req_t *req = cc__net_match(net, tp->p, h.tag);
+    if (req && req->len == h.len) {
+        tp->rx_req = req;
+    } else if (req) {
+        cc__net_mismatch(net, req, h.len); /* the payload is read and dropped */
+    } else if (!(tp->rx_msg = cc__net_hold(net, tp->p, h.tag, h.len, CC__MSG_BUFFERED))) {
+        cc__tcp_drop(net, tp, "sent a message this rank had no memory to hold", NULL);
+        return -1;
+    }
+    if (h.len == 0) end_frame(net, tp);
+    return 0;
+}
+
+/* Payload bytes: staged ones first, large remainders straight into place. */
+static int rx_body(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    char *dst = rx_target(tp);
+    size_t staged = tp->st_end - tp->st_beg;
+    if (staged) {
+        size_t k = staged < tp->rx_left ? staged : tp->rx_left;
+        if (dst) memcpy(dst, tp->stage + tp->st_beg, k);
+        tp->st_beg += k;
+        rx_account(tp, k);
+    } else if (dst && tp->rx_left >= CC__TCP_STAGE / 2) {
+        uint64_t chunk = cc__tcp(net)->chunk;
+        ssize_t n = rd(net, tp, dst, tp->rx_left < chunk ? tp->rx_left : chunk);
+        if (n <= 0) return (int)n;
+        rx_account(tp, (size_t)n);
+    } else {
+        ssize_t n = fill(net, tp);
+        if (n <= 0) return (int)n;
+    }
+    if (tp->rx_left == 0) end_frame(net, tp);
+    return 1;
+}
+
+/* Read what the socket has (bounded, so one busy peer does not starve others). */
+static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    int moved = 0;
+    for (int round = 0; round < 64 && !tp->p->lost; round++) {
+        int r;
+        if (tp->in_body) {
+            r = rx_body(net, tp);
+        } else if (tp->st_end - tp->st_beg >= sizeof(struct cc__tcp_frame)) {
+            r = start_frame(net, tp) == 0 ? 1 : -1;
+        } else {
+            r = (int)fill(net, tp);
+        }
+        if (r <= 0) return moved + (r < 0);
+        moved = 1;
+    }
+    return moved;
+}
+
+int cc__tcp_progress(struct cc__net *net)
+{
+    struct cc__tcp_state *ts = cc__tcp(net);
+    struct epoll_event ev[64];
+    int moved = 0;
+    int n = epoll_wait(ts->epfd, ev, 64, 0);
+    for (int i = 0; i < n; i++) {
+        struct cc__tcp_peer *tp = ev[i].data.ptr;
+        if (tp && !tp->p->lost && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            moved += rx(net, tp);
+    }
+    for (int i = 0; i < ts->ntp; i++) {
+        struct cc__tcp_peer *tp = &ts->tp[i];
+        if (tp->p->lost) continue;
+        /* Staged bytes left by rx()'s bound: the socket may no longer be readable. */
+        if (tp->st_end - tp->st_beg >= (tp->in_body ? 1 : sizeof(struct cc__tcp_frame)))
+            moved += rx(net, tp);
+        if (tp->sq_head) moved += tx(net, tp);
+    }
+    return moved;
+}
+
+void cc__tcp_sleep(struct cc__net *net, uint64_t timeout_ns)
+{
+    struct epoll_event ev[4];
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ull),
+                          .tv_nsec = (long)(timeout_ns % 1000000000ull)};
+    /* Events are left for progress to collect (level-triggered). */
+    epoll_pwait2(cc__tcp(net)->epfd, ev, 4, &ts, NULL);
+}
+
+int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_status_t st)
+{
+    struct cc__tcp_peer *tp = p->priv;
+    if (tp->rx_req == req) {
+        tp->rx_req = NULL; /* the rest of the frame is read and dropped */
+    } else if (tp->rx_msg && tp->rx_msg->bound == req) {
+        tp->rx_msg->bound = NULL;
+        tp->rx_msg->discard = 1;
+    } else {
+        cc__req_t *prev = NULL, *r = tp->sq_head;
+        for (; r && r != req; prev = r, r = r->next) {}
+        /* Bytes of the head may be on the wire already: too late for it. */
+        if (!r || (r == tp->sq_head && tp->tx_off > 0)) return 0;
+        if (prev) prev->next = r->next;
+        else tp->sq_head = r->next;
+        if (tp->sq_tail == r) tp->sq_tail = prev;
+    }
+    cc__req_finish(net, req, st);
+    return 1;
+}
+
+void cc__tcp_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
+{
+    struct cc__tcp_peer *tp = p->priv;
+    while (tp->sq_head) {
+        cc__req_t *r = tp->sq_head;
+        tp->sq_head = r->next;
+        cc__req_finish(net, r, st);
+    }
+    tp->sq_tail = NULL;
+    tp->tx_off = 0;
+    if (tp->rx_req) cc__req_finish(net, tp->rx_req, st);
+    cc__msg_t *m = tp->rx_msg;
+    if (m && m->bound) cc__req_finish(net, m->bound, st);
+    /* Unbound and not discarded, it is still on the held queue, which net.c empties. */
+    if (m && (m->bound || m->discard)) cc__msg_free(m);
+    tp->rx_req = NULL;
+    tp->rx_msg = NULL;
+    tp->in_body = 0;
+}
