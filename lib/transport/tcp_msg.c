@@ -90,7 +90,7 @@ static ssize_t rd(struct cc__net *net, struct cc__tcp_peer *tp, void *buf, size_
         if (n > 0) return n;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-        cc__tcp_drop(net, tp, n == 0 ? "closed the connection" : loss_cause(errno), NULL);
+        cc__tcp_drop(net, tp, n == 0 ? "closed the connection (it exited, was killed or aborted)" : loss_cause(errno), NULL);
         return -1;
     }
 }

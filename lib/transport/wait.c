@@ -233,6 +233,8 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n,
             uint64_t t = net->next_check_ns > now ? net->next_check_ns - now : 0;
             if (deadline_ns - now < t) t = deadline_ns - now;
             nap(net, t);
+            /* A wake-up may be a peer that closed its side: look now, not at the next period. */
+            check_peers(net, cc__now_ns());
         }
     }
 }
