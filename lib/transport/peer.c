@@ -29,6 +29,10 @@
 #include "log.h"
 #include "transport.h"
 
+#if defined(__SANITIZE_THREAD__)
+_Atomic int cc__fence_word;
+#endif
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif

@@ -222,7 +222,7 @@ static void shm_sleep(struct cc__net *net, uint64_t timeout_ns)
     struct cc__shm_mbox *mb = cc__shm(net)->mine;
     uint32_t bell = atomic_load(&mb->bell);
     atomic_store(&mb->sleeping, 1);
-    atomic_thread_fence(memory_order_seq_cst);
+    cc__fence();
     if (!cc__shm_ready(net)) cc__futex_wait(&mb->bell, bell, timeout_ns);
     atomic_store(&mb->sleeping, 0);
 }
@@ -251,7 +251,7 @@ static void shm_abort(struct cc__net *net)
     struct cc__shm_state *st = cc__shm(net);
     if (!st->mine) return;
     atomic_store(&st->mine->closed, 1);
-    atomic_thread_fence(memory_order_seq_cst);
+    cc__fence();
     for (int i = 0; i < st->nsp; i++) cc__shm_ring_bell(st->sp[i].their, 1);
     cc__shm_ring_bell(st->mine, 1);
 }

@@ -98,7 +98,7 @@ static void tx_doorbell(struct cc__shm_peer *sp)
 {
     if (!sp->rang) return;
     sp->rang = 0;
-    atomic_thread_fence(memory_order_seq_cst);
+    cc__fence();
     cc__shm_ring_bell(sp->their, 0);
 }
 
@@ -255,7 +255,7 @@ static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *r
     int e = cma_read(sp->pid, req->buf, addr, req->len);
     if (e == 0) {
         /* A sender that closed may have reused its buffer while it was read. */
-        atomic_thread_fence(memory_order_seq_cst);
+        cc__fence();
         if (atomic_load(&sp->their->closed)) {
             cc__net_peer_lost(net, sp->p, "closed its side during a transfer", req);
             return 1;
@@ -443,7 +443,7 @@ static int rx_ring(struct cc__net *net, struct cc__shm_peer *sp)
     sp->tail = pos;
     atomic_store_explicit(&sp->rx_ctl->tail, pos, memory_order_release);
     /* The producer may sleep waiting for this space. */
-    atomic_thread_fence(memory_order_seq_cst);
+    cc__fence();
     if (atomic_load_explicit(&sp->rx_ctl->tx_wait, memory_order_relaxed))
         cc__shm_ring_bell(sp->their, 0);
     return n;

@@ -194,6 +194,25 @@ int cc__peer_dead(int pidfd, int pid);
 void cc__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void cc__futex_wake(_Atomic uint32_t *word);
 
+/*
+ * The full barrier of the sleep/wake handshakes (store; barrier; load on both
+ * sides). TSan does not model fences; under it a seq_cst read-modify-write
+ * stands in, which is also a full barrier on x86 and ARM. Data itself is
+ * always published with release/acquire pairs, which TSan does see.
+ */
+#if defined(__SANITIZE_THREAD__)
+extern _Atomic int cc__fence_word;
+static inline void cc__fence(void)
+{
+    atomic_fetch_add(&cc__fence_word, 0);
+}
+#else
+static inline void cc__fence(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+}
+#endif
+
 /* A conservative pause for spin loops. */
 static inline void cc__cpu_relax(void)
 {

@@ -149,7 +149,7 @@ int mp_fork(int n, mp_rank_fn fn, void *arg, int timeout_s, int *codes)
     fflush(stderr);
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
-        if (pids[r] == 0) _exit(fn(r, n, arg));
+        if (pids[r] == 0) exit(fn(r, n, arg)); /* exit: LeakSanitizer checks each rank */
         if (pids[r] < 0) abort();
     }
     int bad = collect(n, pids, timeout_s, codes);
