@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sched.h>
 
 #include "clock.h"
 #include "mp.h"
@@ -24,7 +26,11 @@ struct targ {
     int tcp_from;          /* ranks >= this force tcp (mixed meshes); 0 = none */
     const char *ring;      /* CCOMM_SHM_RING_SIZE for the ranks, or NULL */
     const char *cma;       /* CCOMM_SHM_CMA_THRESHOLD for the ranks, or NULL */
+    int ns_from;           /* ranks >= this live in the test's network namespace; 0 = none */
 };
+
+/* The second "host": a network namespace linked to this one by a veth pair. */
+static char ns_name[32], ns_ip[2][32];
 
 static uint64_t deadline(void)
 {
@@ -44,13 +50,32 @@ static void rank_env(const struct targ *a)
     if (a->ring || a->cma) cc__config_reload();
 }
 
+static int in_ns(const struct targ *a, int rank)
+{
+    return a->ns_from && rank >= a->ns_from;
+}
+
+/* Move a rank to its host: the namespace and the address peers reach it at. */
+static int enter_host(const struct targ *a, int rank, cc__net_config_t *cfg)
+{
+    if (!a->ns_from) return 0;
+    cfg->socket_addr = ns_ip[in_ns(a, rank)];
+    if (!in_ns(a, rank)) return 0;
+    char path[64];
+    snprintf(path, sizeof(path), "/run/netns/%s", ns_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int rc = fd >= 0 ? setns(fd, CLONE_NEWNET) : -1;
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
 /* The transport each pair must have picked. */
 static int check_transports(cc__net_t *net, const struct targ *a, int rank, int n)
 {
     for (int q = 0; q < n; q++) {
         const char *want = q == rank ? "self"
                            : (!strcmp(rank_transport(a, rank), "tcp") ||
-                              !strcmp(rank_transport(a, q), "tcp"))
+                              !strcmp(rank_transport(a, q), "tcp") || in_ns(a, rank) != in_ns(a, q))
                                ? "tcp"
                                : "shm";
         if (strcmp(cc__net_transport(net, q), want) != 0) {
@@ -71,6 +96,7 @@ static int rank_all_pairs(int rank, int n, void *arg)
     cc__net_config_t cfg;
     cc__net_t *net;
     mp_config(&cfg, rank, n, rank_transport(a, rank));
+    MP_CHECK(enter_host(a, rank, &cfg) == 0);
     MP_CHECK_ST(cc__net_create(&cfg, &net), CC_OK);
     MP_CHECK(check_transports(net, a, rank, n) == 0);
     int nreq = 2 * (n - 1) * NSIZES, k = 0;
@@ -147,6 +173,49 @@ static void test_mixed_4(void **s)
     (void)s;
     struct targ a = {.transport = "auto", .tcp_from = 2};
     run_forked(4, rank_all_pairs, &a);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+/* Two hosts for real: ranks 2 and 3 in a namespace of their own (root and `ip` needed). */
+static void test_two_hosts_netns(void **s)
+{
+    (void)s;
+    int id = (int)getpid() % 250;
+    snprintf(ns_name, sizeof(ns_name), "cct%d", (int)getpid());
+    snprintf(ns_ip[0], sizeof(ns_ip[0]), "10.213.%d.1", id);
+    snprintf(ns_ip[1], sizeof(ns_ip[1]), "10.213.%d.2", id);
+    const char *q = ">/dev/null 2>&1";
+    int bad = sh("ip netns add %s %s", ns_name, q) ||
+              sh("ip link add %sa type veth peer name %sb %s", ns_name, ns_name, q) ||
+              sh("ip link set %sb netns %s %s", ns_name, ns_name, q) ||
+              sh("ip addr add %s/24 dev %sa %s", ns_ip[0], ns_name, q) ||
+              sh("ip link set %sa up %s", ns_name, q) ||
+              sh("ip -n %s addr add %s/24 dev %sb %s", ns_name, ns_ip[1], ns_name, q) ||
+              sh("ip -n %s link set %sb up %s", ns_name, ns_name, q) ||
+              sh("ip -n %s link set lo up %s", ns_name, q);
+    if (bad) {
+        sh("ip netns del %s %s", ns_name, q);
+        sh("ip link del %sa %s", ns_name, q);
+        fprintf(stderr, "skipped: cannot make a network namespace with a veth pair (root, ip)\n");
+        skip();
+    }
+    struct targ a = {.transport = "auto", .ns_from = 2};
+    int codes[4];
+    int failed = mp_fork(4, rank_all_pairs, &a, DEADLINE_S + 30, codes);
+    sh("ip netns del %s %s", ns_name, q);
+    sh("ip link del %sa %s", ns_name, q);
+    assert_int_equal(failed, 0);
+    assert_int_equal(tu_leftovers(), 0);
 }
 
 /* Rings of 4 KiB: eager up to 960 B, so most messages are rendezvous; ring full often. */
@@ -380,7 +449,8 @@ int main(void)
         cmocka_unit_test(test_shm_4),         cmocka_unit_test(test_shm_8),
         cmocka_unit_test(test_tcp_2),         cmocka_unit_test(test_tcp_3),
         cmocka_unit_test(test_tcp_4),         cmocka_unit_test(test_tcp_8),
-        cmocka_unit_test(test_mixed_4),       cmocka_unit_test(test_shm_small_ring),
+        cmocka_unit_test(test_mixed_4),       cmocka_unit_test(test_two_hosts_netns),
+        cmocka_unit_test(test_shm_small_ring),
         cmocka_unit_test(test_shm_no_cma),    cmocka_unit_test(test_threads_shm_3),
         cmocka_unit_test(test_in_flight_shm), cmocka_unit_test(test_in_flight_tcp),
         cmocka_unit_test(test_tag_order_shm), cmocka_unit_test(test_tag_order_tcp),
