@@ -20,8 +20,10 @@ cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)
     cc__req_t *prev = NULL;
     for (cc__req_t *r = p->rq_head; r; prev = r, r = r->next) {
         if (r->tag != tag) continue;
-        if (prev) prev->next = r->next;
-        else p->rq_head = r->next;
+        if (prev)
+            prev->next = r->next;
+        else
+            p->rq_head = r->next;
         if (p->rq_tail == r) p->rq_tail = prev;
         r->next = NULL;
         return r;
@@ -30,8 +32,7 @@ cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)
     return NULL;
 }
 
-cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, size_t len,
-                        int kind)
+cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, size_t len, int kind)
 {
     cc__msg_t *m = calloc(1, sizeof(*m));
     if (m && kind == CC__MSG_BUFFERED && len > 0 && !(m->data = malloc(len))) {
@@ -48,8 +49,10 @@ cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, s
     m->tag = tag;
     m->len = len;
     m->kind = kind;
-    if (p->held_tail) p->held_tail->next = m;
-    else p->held_head = m;
+    if (p->held_tail)
+        p->held_tail->next = m;
+    else
+        p->held_head = m;
     p->held_tail = m;
     (void)net;
     return m;
@@ -106,8 +109,10 @@ cc__msg_t *cc__net_take_held(struct cc__peer *p, uint32_t tag)
     cc__msg_t *prev = NULL;
     for (cc__msg_t *m = p->held_head; m; prev = m, m = m->next) {
         if (m->tag != tag) continue;
-        if (prev) prev->next = m->next;
-        else p->held_head = m->next;
+        if (prev)
+            prev->next = m->next;
+        else
+            p->held_head = m->next;
         if (p->held_tail == m) p->held_tail = prev;
         m->next = NULL;
         return m;
@@ -170,9 +175,15 @@ static void log_lost(struct cc__net *net, struct cc__peer *p, int kind, uint32_t
     p->lost_logged = 1;
 }
 
-void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause,
-                       cc__req_t *req)
+void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause, cc__req_t *req)
 {
+    int reason = atomic_load(&net->abort_reason);
+    if (reason) {
+        /* This rank is aborting (its own shutdown may be what broke the link): the reason wins. */
+        if (req) cc__req_finish(net, req, (cc_status_t)reason);
+        cc__net_aborted(net);
+        return;
+    }
     net->first_fail_kind = 0;
     if (req) cc__req_finish(net, req, CC_ERR_PEER_LOST);
     if (p->lost) {
@@ -221,8 +232,10 @@ cc_status_t cc__net_cancel(cc__net_t *net, cc__req_t *req, cc_status_t status)
     cc__req_t *prev = NULL;
     for (cc__req_t *r = p->rq_head; r; prev = r, r = r->next) {
         if (r != req) continue;
-        if (prev) prev->next = r->next;
-        else p->rq_head = r->next;
+        if (prev)
+            prev->next = r->next;
+        else
+            p->rq_head = r->next;
         if (p->rq_tail == r) p->rq_tail = prev;
         cc__req_finish(net, req, status);
         return CC_OK;

@@ -124,7 +124,8 @@ static cc__net_t *net_alloc(const cc__net_config_t *c)
         cc__net_destroy(net);
         return NULL;
     }
-    for (int i = 0; i < c->size; i++) net->peers[i].rank = i;
+    for (int i = 0; i < c->size; i++)
+        net->peers[i].rank = i;
     return net;
 }
 
@@ -160,7 +161,8 @@ static void pick_transports(cc__net_t *net)
     for (int i = 0; i < net->size; i++) {
         const cc__peer_info_t *q = &net->info[i];
         int tp = CC__TP_TCP;
-        if (i == net->rank) tp = CC__TP_SELF;
+        if (i == net->rank)
+            tp = CC__TP_SELF;
         else if (!((me->flags | q->flags) & CC__INFO_FORCE_TCP) && cc__peer_same_host(me, q))
             tp = CC__TP_SHM;
         net->peers[i].tp = tp;
@@ -182,8 +184,8 @@ static cc_status_t exchange_status(cc__net_t *net, const cc__net_config_t *c, cc
     } else {
         for (int i = 0; i < net->size && st == CC_OK; i++) {
             if (all[i] == CC_OK || i == net->rank) continue;
-            cc_log_error(CC_SUBSYS_NET, "net: rank %d failed to connect (phase %d: %s)", i,
-                         phase, cc_status_name((cc_status_t)all[i]));
+            cc_log_error(CC_SUBSYS_NET, "net: rank %d failed to connect (phase %d: %s)", i, phase,
+                         cc_status_name((cc_status_t)all[i]));
             st = CC_ERR_CONNECT;
         }
         if (mine != CC_OK) st = mine;

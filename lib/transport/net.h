@@ -38,24 +38,24 @@ typedef struct cc__net cc__net_t;
 
 /* A request. Fields are the transport's; callers only allocate it. */
 typedef struct cc__req {
-    int kind;            /* 0 none, 1 send, 2 recv */
+    int kind; /* 0 none, 1 send, 2 recv */
     int peer;
     uint32_t tag;
-    cc_status_t status;  /* CC_INPROGRESS until done */
-    void *buf;           /* recv: destination; send: (const) source */
-    size_t len;          /* bytes expected / to send */
-    size_t done;         /* bytes moved so far */
+    cc_status_t status;   /* CC_INPROGRESS until done */
+    void *buf;            /* recv: destination; send: (const) source */
+    size_t len;           /* bytes expected / to send */
+    size_t done;          /* bytes moved so far */
     struct cc__req *next; /* transport's queues */
-    uint64_t priv[4];    /* transport's scratch */
+    uint64_t priv[4];     /* transport's scratch */
 } cc__req_t;
 
 typedef struct cc__net_config {
     int rank;
     int size;
-    uint64_t comm_id;           /* names shared segments, e.g. /dev/shm/ccomm-<job>-<comm>-... */
-    const char *job_id;         /* for segment names */
-    const char *transport;      /* "auto" or "tcp" */
-    const char *socket_addr;    /* IP that peers use to reach this rank over TCP */
+    uint64_t comm_id;        /* names shared segments, e.g. /dev/shm/ccomm-<job>-<comm>-... */
+    const char *job_id;      /* for segment names */
+    const char *transport;   /* "auto" or "tcp" */
+    const char *socket_addr; /* IP that peers use to reach this rank over TCP */
     int64_t connect_timeout_ms;
     /* Allgather of fixed-size blobs over the communicator (the core
      * implements it over the store). all: size * len bytes, rank order. */

@@ -78,8 +78,8 @@ cc_status_t cc__peer_identity(cc__peer_info_t *info)
 int cc__peer_same_host(const cc__peer_info_t *a, const cc__peer_info_t *b)
 {
     /* An unreadable namespace (0) never matches: TCP is the safe choice. */
-    return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 &&
-           a->netns != 0 && a->netns == b->netns && a->pidns != 0 && a->pidns == b->pidns;
+    return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 && a->netns != 0 &&
+           a->netns == b->netns && a->pidns != 0 && a->pidns == b->pidns;
 }
 
 int cc__peer_pidfd(int pid)

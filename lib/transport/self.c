@@ -50,8 +50,8 @@ static cc_status_t self_isend(struct cc__net *net, struct cc__peer *p, cc__req_t
         return CC_OK;
     }
     int copy = req->len <= SELF_COPY_MAX;
-    cc__msg_t *m = cc__net_hold(net, p, req->tag, req->len,
-                                copy ? CC__MSG_BUFFERED : CC__MSG_SELF_REF);
+    cc__msg_t *m =
+        cc__net_hold(net, p, req->tag, req->len, copy ? CC__MSG_BUFFERED : CC__MSG_SELF_REF);
     if (!m) {
         cc__req_finish(net, req, CC_ERR_NO_MEMORY);
         return CC_ERR_NO_MEMORY;
@@ -91,8 +91,10 @@ static int self_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, 
     cc__msg_t *prev = NULL;
     for (cc__msg_t *m = p->held_head; m; prev = m, m = m->next) {
         if (m->kind != CC__MSG_SELF_REF || m->sreq != req) continue;
-        if (prev) prev->next = m->next;
-        else p->held_head = m->next;
+        if (prev)
+            prev->next = m->next;
+        else
+            p->held_head = m->next;
         if (p->held_tail == m) p->held_tail = prev;
         cc__msg_free(m);
         cc__req_finish(net, req, st);

@@ -252,7 +252,8 @@ static void shm_abort(struct cc__net *net)
     if (!st->mine) return;
     atomic_store(&st->mine->closed, 1);
     cc__fence();
-    for (int i = 0; i < st->nsp; i++) cc__shm_ring_bell(st->sp[i].their, 1);
+    for (int i = 0; i < st->nsp; i++)
+        cc__shm_ring_bell(st->sp[i].their, 1);
     cc__shm_ring_bell(st->mine, 1);
 }
 

@@ -25,19 +25,19 @@
 
 #include "transport.h"
 
-#define CC__SHM_MAGIC    0x786f626d63636363ull /* "ccccmbox" */
-#define CC__SHM_VERSION  1u
-#define CC__SHM_LINE     64u
-#define CC__SHM_PAGE     4096u
-#define CC__SHM_REC_HDR  32u
+#define CC__SHM_MAGIC   0x786f626d63636363ull /* "ccccmbox" */
+#define CC__SHM_VERSION 1u
+#define CC__SHM_LINE    64u
+#define CC__SHM_PAGE    4096u
+#define CC__SHM_REC_HDR 32u
 
 /* The head of a mailbox. Static fields are written before any peer maps it. */
 struct cc__shm_mbox {
-    uint64_t magic;          /* CC__SHM_MAGIC */
-    uint32_t version;        /* CC__SHM_VERSION */
-    uint32_t nslots;         /* rings: one per other local rank */
-    uint64_t ring_size;      /* bytes of ring data per slot, a power of two */
-    uint64_t slot_stride;    /* bytes from one slot to the next */
+    uint64_t magic;       /* CC__SHM_MAGIC */
+    uint32_t version;     /* CC__SHM_VERSION */
+    uint32_t nslots;      /* rings: one per other local rank */
+    uint64_t ring_size;   /* bytes of ring data per slot, a power of two */
+    uint64_t slot_stride; /* bytes from one slot to the next */
     uint64_t comm_id;
     int32_t owner_rank;
     int32_t owner_pid;
@@ -45,13 +45,13 @@ struct cc__shm_mbox {
     _Atomic uint32_t bell;     /* futex word the owner sleeps on; bumped to wake it */
     _Atomic uint32_t sleeping; /* the owner is (about to be) asleep on bell */
     char pad1[CC__SHM_LINE - 8];
-    _Atomic uint32_t closed;   /* nonzero once the owner aborted or destroyed its net */
+    _Atomic uint32_t closed; /* nonzero once the owner aborted or destroyed its net */
     char pad2[CC__SHM_LINE - 4];
 };
 
 /* A ring's control lines; the consumer's and the producer's on separate lines. */
 struct cc__shm_ctl {
-    _Atomic uint64_t tail;    /* consumer: bytes consumed (a position) */
+    _Atomic uint64_t tail; /* consumer: bytes consumed (a position) */
     char pad0[CC__SHM_LINE - 8];
     _Atomic uint32_t tx_wait; /* producer: it waits for tail to move */
     char pad1[CC__SHM_LINE - 4];
@@ -97,33 +97,33 @@ struct cc__shm_peer {
     struct cc__shm_ctl *tx_ctl;
     char *tx_ring;
     uint64_t tx_mask;
-    uint64_t head;       /* next position to write */
-    uint64_t tail_seen;  /* the consumer's tail, last read */
-    int tx_waiting;      /* tx_ctl->tx_wait is set */
-    int rang;            /* records published since the last doorbell */
+    uint64_t head;      /* next position to write */
+    uint64_t tail_seen; /* the consumer's tail, last read */
+    int tx_waiting;     /* tx_ctl->tx_wait is set */
+    int rang;           /* records published since the last doorbell */
     /* Inbound ring (peer -> this rank), in this rank's mailbox. */
     struct cc__shm_ctl *rx_ctl;
     char *rx_ring;
     uint64_t rx_mask;
-    uint64_t tail;       /* next position to read */
+    uint64_t tail; /* next position to read */
     /* Requests. */
     cc__req_t *sq_head, *sq_tail; /* sends not yet (fully) written, oldest first */
-    cc__req_t *rndv_tx;  /* sends whose RTS went out, awaiting FIN (priv[0]: cookie) */
-    cc__req_t *rndv_rx;  /* receives fed by DATA records (priv[0]: cookie) */
+    cc__req_t *rndv_tx;           /* sends whose RTS went out, awaiting FIN (priv[0]: cookie) */
+    cc__req_t *rndv_rx;           /* receives fed by DATA records (priv[0]: cookie) */
     uint64_t next_cookie;
     struct cc__shm_ctrl *ctrl; /* verdicts waiting for ring space */
     int nctrl, cap_ctrl;
-    int cma_refused;     /* process_vm_readv was refused: stream instead */
+    int cma_refused; /* process_vm_readv was refused: stream instead */
 };
 
 /* The transport's net-wide state. */
 struct cc__shm_state {
     struct cc__shm_mbox *mine;
     size_t mine_len;
-    char path[512];      /* mailbox file; empty once unlinked */
-    int nlocal;          /* ranks on this host, this one included */
-    int my_local;        /* this rank's index among them */
-    int *local;          /* local index -> rank */
+    char path[512];          /* mailbox file; empty once unlinked */
+    int nlocal;              /* ranks on this host, this one included */
+    int my_local;            /* this rank's index among them */
+    int *local;              /* local index -> rank */
     struct cc__shm_peer *sp; /* nlocal - 1 peers */
     int nsp;
     uint64_t ring_size;

@@ -114,7 +114,8 @@ static int tx_eager(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req
     uint64_t rs = rec_size(req->len);
     if (!tx_room(sp, rs)) return 0;
     struct cc__shm_rec *rec = tx_rec(sp, CC__REC_EAGER, req->tag, req->len, 0);
-    if (req->len) ring_put(sp->tx_ring, sp->tx_mask, sp->head + CC__SHM_REC_HDR, req->buf, req->len);
+    if (req->len)
+        ring_put(sp->tx_ring, sp->tx_mask, sp->head + CC__SHM_REC_HDR, req->buf, req->len);
     tx_publish(sp, rec, rs);
     cc__req_finish(net, req, CC_OK);
     return 1;
@@ -188,7 +189,8 @@ static void send_fin(struct cc__net *net, struct cc__shm_peer *sp, uint64_t cook
 static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
 {
     int n = 0, k = 0;
-    while (k < sp->nctrl && tx_fin(sp, sp->ctrl[k].cookie, sp->ctrl[k].verdict)) k++;
+    while (k < sp->nctrl && tx_fin(sp, sp->ctrl[k].cookie, sp->ctrl[k].verdict))
+        k++;
     if (k) {
         memmove(sp->ctrl, sp->ctrl + k, (size_t)(sp->nctrl - k) * sizeof(*sp->ctrl));
         sp->nctrl -= k;
@@ -225,8 +227,10 @@ cc_status_t cc__shm_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
         return CC_OK;
     }
     req->next = NULL;
-    if (sp->sq_tail) sp->sq_tail->next = req;
-    else sp->sq_head = req;
+    if (sp->sq_tail)
+        sp->sq_tail->next = req;
+    else
+        sp->sq_head = req;
     sp->sq_tail = req;
     return CC_OK;
 }
@@ -249,8 +253,8 @@ static int cma_read(int pid, void *dst, uint64_t addr, size_t len)
 }
 
 /* Try the single-copy read; 1 when the rendezvous is settled, 0 to stream instead. */
-static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req,
-                      uint64_t cookie, uint64_t addr)
+static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req, uint64_t cookie,
+                      uint64_t addr)
 {
     int e = cma_read(sp->pid, req->buf, addr, req->len);
     if (e == 0) {
@@ -377,8 +381,10 @@ static int rx_fin(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_r
     }
     req->priv[1] = MODE_DATA;
     req->done = 0;
-    if (sp->sq_tail) sp->sq_tail->next = req;
-    else sp->sq_head = req;
+    if (sp->sq_tail)
+        sp->sq_tail->next = req;
+    else
+        sp->sq_head = req;
     sp->sq_tail = req;
     return 1;
 }
@@ -413,12 +419,15 @@ static uint64_t rx_one(struct cc__net *net, struct cc__shm_peer *sp, struct cc__
     case CC__REC_EAGER:
         if (rec->len > ring / 2) break;
         return rx_eager(net, sp, rec, pos) ? rec_size(rec->len) : 0;
-    case CC__REC_RTS: return rx_rts(net, sp, rec, pos) ? rec_size(sizeof(uint64_t)) : 0;
-    case CC__REC_FIN: return rx_fin(net, sp, rec) ? rec_size(0) : 0;
+    case CC__REC_RTS:
+        return rx_rts(net, sp, rec, pos) ? rec_size(sizeof(uint64_t)) : 0;
+    case CC__REC_FIN:
+        return rx_fin(net, sp, rec) ? rec_size(0) : 0;
     case CC__REC_DATA:
         if (rec->len > ring / 2) break;
         return rx_data(net, sp, rec, pos) ? rec_size(rec->len) : 0;
-    default: break;
+    default:
+        break;
     }
     cc_log_error(CC_SUBSYS_SHM, "shm: malformed record from rank %d: type %u, %llu bytes",
                  sp->p->rank, rec->type, (unsigned long long)rec->len);
@@ -452,7 +461,8 @@ static int rx_ring(struct cc__net *net, struct cc__shm_peer *sp)
 int cc__shm_drain(struct cc__net *net, struct cc__shm_peer *sp)
 {
     int n = 0, k;
-    while (!sp->p->lost && (k = rx_ring(net, sp)) > 0) n += k;
+    while (!sp->p->lost && (k = rx_ring(net, sp)) > 0)
+        n += k;
     return n;
 }
 
@@ -477,8 +487,10 @@ int cc__shm_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_s
     for (cc__req_t *r = sp->sq_head; r; prev = r, r = r->next) {
         /* A DATA stream was promised to the receiver: too late. */
         if (r != req || r->priv[1] == MODE_DATA) continue;
-        if (prev) prev->next = r->next;
-        else sp->sq_head = r->next;
+        if (prev)
+            prev->next = r->next;
+        else
+            sp->sq_head = r->next;
         if (sp->sq_tail == r) sp->sq_tail = prev;
         cc__req_finish(net, req, st);
         return 1;

@@ -150,8 +150,7 @@ static cc_status_t tcp_connect(struct cc__net *net, int phase)
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on)
 {
     if (tp->want_out == on || tp->fd < 0) return;
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u),
-                             .data.ptr = tp};
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), .data.ptr = tp};
     tp->want_out = on;
     epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_MOD, tp->fd, &ev);
 }
@@ -161,8 +160,7 @@ void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on)
  * until the net is destroyed, so an abort from another thread can never
  * shut down a reused descriptor.
  */
-void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause,
-                  cc__req_t *req)
+void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause, cc__req_t *req)
 {
     if (!tp->p->lost && tp->fd >= 0) epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_DEL, tp->fd, NULL);
     cc__net_peer_lost(net, tp->p, cause, req);
@@ -197,8 +195,10 @@ static void tcp_describe(struct cc__net *net, struct cc__peer *p, char *buf, siz
 {
     struct cc__tcp_peer *tp = p->priv;
     const cc__peer_info_t *in = &net->info[p->rank];
-    if (tp) snprintf(buf, len, "%s", tp->where);
-    else snprintf(buf, len, "%s:%u", in->addr, in->port);
+    if (tp)
+        snprintf(buf, len, "%s", tp->where);
+    else
+        snprintf(buf, len, "%s:%u", in->addr, in->port);
 }
 
 static void tcp_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__msg_t *m)

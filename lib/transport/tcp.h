@@ -19,13 +19,13 @@
 #include "transport.h"
 
 #define CC__TCP_HELLO_MAGIC 0x6f6c6c6548504354ull /* "TCPHello" */
-#define CC__TCP_ACK_MAGIC   0x4b434154u            /* "TACK" */
-#define CC__TCP_FRAME_MAGIC 0x43434d46u            /* "FMCC" */
+#define CC__TCP_ACK_MAGIC   0x4b434154u           /* "TACK" */
+#define CC__TCP_FRAME_MAGIC 0x43434d46u           /* "FMCC" */
 #define CC__TCP_VERSION     1u
 #define CC__TCP_STAGE       (64u * 1024u) /* receive staging buffer per peer */
 
 struct cc__tcp_hello {
-    uint64_t magic;   /* CC__TCP_HELLO_MAGIC */
+    uint64_t magic; /* CC__TCP_HELLO_MAGIC */
     uint64_t comm_id;
     uint64_t token;   /* the listener's nonce, from its blob */
     uint32_t version; /* CC__TCP_VERSION */
@@ -35,39 +35,39 @@ struct cc__tcp_hello {
 };
 
 struct cc__tcp_ack {
-    uint32_t magic;   /* CC__TCP_ACK_MAGIC */
-    int32_t status;   /* CC_OK */
+    uint32_t magic; /* CC__TCP_ACK_MAGIC */
+    int32_t status; /* CC_OK */
 };
 
 struct cc__tcp_frame {
-    uint32_t magic;   /* CC__TCP_FRAME_MAGIC */
+    uint32_t magic; /* CC__TCP_FRAME_MAGIC */
     uint32_t tag;
-    uint64_t len;     /* payload bytes that follow */
+    uint64_t len; /* payload bytes that follow */
 };
 
 struct cc__tcp_peer {
     struct cc__peer *p;
     int fd;
-    char where[64];                  /* "ip:port" of the peer's listener, for logs */
+    char where[64]; /* "ip:port" of the peer's listener, for logs */
     /* Sending: a FIFO of requests; the head is on the wire. */
     cc__req_t *sq_head, *sq_tail;
-    struct cc__tcp_frame tx_hdr;     /* the head's header */
-    size_t tx_off;                   /* bytes of header + payload written */
-    int want_out;                    /* EPOLLOUT is armed */
+    struct cc__tcp_frame tx_hdr; /* the head's header */
+    size_t tx_off;               /* bytes of header + payload written */
+    int want_out;                /* EPOLLOUT is armed */
     /* Receiving: staged bytes, then the frame being filled. */
     char *stage;
-    size_t st_beg, st_end;           /* valid staged bytes */
-    int in_body;                     /* a frame's payload is arriving */
+    size_t st_beg, st_end; /* valid staged bytes */
+    int in_body;           /* a frame's payload is arriving */
     uint32_t rx_tag;
     uint64_t rx_len, rx_left;
-    cc__req_t *rx_req;               /* target: a matched receive, */
-    cc__msg_t *rx_msg;               /* or a held message, or neither (discard) */
+    cc__req_t *rx_req; /* target: a matched receive, */
+    cc__msg_t *rx_msg; /* or a held message, or neither (discard) */
 };
 
 struct cc__tcp_state {
-    int lfd;                /* listener; closed after creation */
+    int lfd; /* listener; closed after creation */
     int epfd;
-    uint64_t chunk;         /* CCOMM_TCP_CHUNK_SIZE */
+    uint64_t chunk; /* CCOMM_TCP_CHUNK_SIZE */
     struct cc__tcp_peer *tp;
     int ntp;
 };
@@ -80,8 +80,7 @@ static inline struct cc__tcp_state *cc__tcp(struct cc__net *net)
 /* tcp.c */
 void cc__tcp_sockopts(int fd);
 int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len);
-void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause,
-                  cc__req_t *req);
+void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause, cc__req_t *req);
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on);
 /* tcp_msg.c */
 cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *req);

@@ -24,8 +24,8 @@
 #include "log.h"
 #include "tcp.h"
 
-#define RETRY_NS   20000000ull /* 20 ms between connect attempts */
-#define SPARE_INS  8           /* accepted sockets beyond the expected ones */
+#define RETRY_NS  20000000ull /* 20 ms between connect attempts */
+#define SPARE_INS 8           /* accepted sockets beyond the expected ones */
 
 enum { L_FREE = 0, L_IDLE, L_CONNECTING, L_ACK, L_HELLO, L_DONE };
 
@@ -34,7 +34,7 @@ struct link {
     int state;
     struct cc__tcp_peer *tp; /* outgoing: the peer */
     uint64_t retry_at;
-    int err;                 /* last errno, for the timeout message */
+    int err; /* last errno, for the timeout message */
     size_t got;
     union {
         struct cc__tcp_hello hello;
@@ -45,10 +45,10 @@ struct link {
 struct mesh {
     struct cc__net *net;
     struct cc__tcp_state *ts;
-    struct link *out;        /* one per TCP peer (used for lower ranks) */
-    struct link *in;         /* accepted, not yet identified */
+    struct link *out; /* one per TCP peer (used for lower ranks) */
+    struct link *in;  /* accepted, not yet identified */
     int nin;
-    int remaining;           /* links still to establish */
+    int remaining; /* links still to establish */
 };
 
 static void link_reset(struct link *l, int state, int err)
@@ -95,9 +95,12 @@ static void out_start(struct mesh *m, struct link *l)
         return;
     }
     cc__tcp_sockopts(l->fd);
-    if (connect(l->fd, (struct sockaddr *)&ss, sl) == 0) send_hello(m, l);
-    else if (errno == EINPROGRESS) l->state = L_CONNECTING;
-    else link_reset(l, L_IDLE, errno);
+    if (connect(l->fd, (struct sockaddr *)&ss, sl) == 0)
+        send_hello(m, l);
+    else if (errno == EINPROGRESS)
+        l->state = L_CONNECTING;
+    else
+        link_reset(l, L_IDLE, errno);
 }
 
 static cc_status_t out_event(struct mesh *m, struct link *l)
@@ -106,8 +109,10 @@ static cc_status_t out_event(struct mesh *m, struct link *l)
         int err = 0;
         socklen_t el = sizeof(err);
         getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err) link_reset(l, L_IDLE, err);
-        else send_hello(m, l);
+        if (err)
+            link_reset(l, L_IDLE, err);
+        else
+            send_hello(m, l);
         return CC_OK;
     }
     ssize_t n = recv(l->fd, (char *)&l->buf.ack + l->got, sizeof(l->buf.ack) - l->got, 0);
@@ -138,7 +143,8 @@ static const char *hello_problem(struct mesh *m, const struct cc__tcp_hello *h,
                                  struct cc__tcp_peer **tp)
 {
     struct cc__net *net = m->net;
-    if (h->magic != CC__TCP_HELLO_MAGIC || h->version != CC__TCP_VERSION) return "not a ccomm hello";
+    if (h->magic != CC__TCP_HELLO_MAGIC || h->version != CC__TCP_VERSION)
+        return "not a ccomm hello";
     if (h->comm_id != net->comm_id) return "another communicator";
     if (h->to != net->rank || h->size != net->size) return "wrong rank or size";
     if (h->token != net->info[net->rank].nonce) return "wrong token";
@@ -176,8 +182,9 @@ static void in_event(struct mesh *m, struct link *l)
                       ss.ss_family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
                                               : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr,
                       ip, sizeof(ip));
-        cc_log_warn(CC_SUBSYS_TCP, "tcp: rank %d rejected a connection from %s (claims rank %d): %s",
-                    m->net->rank, ip, l->buf.hello.from, why);
+        cc_log_warn(CC_SUBSYS_TCP,
+                    "tcp: rank %d rejected a connection from %s (claims rank %d): %s", m->net->rank,
+                    ip, l->buf.hello.from, why);
         link_reset(l, L_FREE, 0);
         return;
     }
@@ -227,9 +234,12 @@ static cc_status_t poll_round(struct mesh *m, struct pollfd *pf, struct link **p
     if (poll(pf, (nfds_t)n, timeout_ms) <= 0) return CC_OK;
     for (int i = 0; i < n; i++) {
         if (!pf[i].revents) continue;
-        if (!pl[i]) accept_all(m);
-        else if (pl[i]->state == L_HELLO) in_event(m, pl[i]);
-        else CC_CHECK(out_event(m, pl[i]));
+        if (!pl[i])
+            accept_all(m);
+        else if (pl[i]->state == L_HELLO)
+            in_event(m, pl[i]);
+        else
+            CC_CHECK(out_event(m, pl[i]));
     }
     return CC_OK;
 }
@@ -240,13 +250,17 @@ static void report_missing(struct mesh *m)
         struct cc__tcp_peer *tp = &m->ts->tp[i];
         if (tp->fd >= 0) continue;
         if (tp->p->rank < m->net->rank)
-            cc_log_error(CC_SUBSYS_TCP, "tcp: rank %d could not connect to rank %d (%s) within "
-                         "%lld ms: %s", m->net->rank, tp->p->rank, tp->where,
+            cc_log_error(CC_SUBSYS_TCP,
+                         "tcp: rank %d could not connect to rank %d (%s) within "
+                         "%lld ms: %s",
+                         m->net->rank, tp->p->rank, tp->where,
                          (long long)m->net->connect_timeout_ms,
                          m->out[i].err ? strerror(m->out[i].err) : "no answer to the handshake");
         else
-            cc_log_error(CC_SUBSYS_TCP, "tcp: rank %d (%s) did not connect to rank %d within "
-                         "%lld ms", tp->p->rank, tp->where, m->net->rank,
+            cc_log_error(CC_SUBSYS_TCP,
+                         "tcp: rank %d (%s) did not connect to rank %d within "
+                         "%lld ms",
+                         tp->p->rank, tp->where, m->net->rank,
                          (long long)m->net->connect_timeout_ms);
     }
 }
@@ -271,7 +285,8 @@ static cc_status_t run_mesh(struct mesh *m, struct pollfd *pf, struct link **pl)
 cc_status_t cc__tcp_mesh(struct cc__net *net, struct cc__tcp_state *ts)
 {
     struct mesh m = {.net = net, .ts = ts, .nin = SPARE_INS};
-    for (int i = 0; i < ts->ntp; i++) m.nin += ts->tp[i].p->rank > net->rank;
+    for (int i = 0; i < ts->ntp; i++)
+        m.nin += ts->tp[i].p->rank > net->rank;
     int npoll = 1 + ts->ntp + m.nin;
     m.out = calloc((size_t)ts->ntp, sizeof(*m.out));
     m.in = calloc((size_t)m.nin, sizeof(*m.in));
@@ -279,7 +294,8 @@ cc_status_t cc__tcp_mesh(struct cc__net *net, struct cc__tcp_state *ts)
     struct link **pl = calloc((size_t)npoll, sizeof(*pl));
     cc_status_t st = CC_ERR_NO_MEMORY;
     if (m.out && m.in && pf && pl) {
-        for (int i = 0; i < m.nin; i++) m.in[i].fd = -1;
+        for (int i = 0; i < m.nin; i++)
+            m.in[i].fd = -1;
         for (int i = 0; i < ts->ntp; i++) {
             m.out[i].fd = -1;
             m.out[i].tp = &ts->tp[i];

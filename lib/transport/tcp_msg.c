@@ -40,7 +40,8 @@ static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
             tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, req->tag, req->len};
         struct iovec iov[2];
         int k = 0;
-        if (tp->tx_off < hl) iov[k++] = (struct iovec){(char *)&tp->tx_hdr + tp->tx_off, hl - tp->tx_off};
+        if (tp->tx_off < hl)
+            iov[k++] = (struct iovec){(char *)&tp->tx_hdr + tp->tx_off, hl - tp->tx_off};
         size_t poff = tp->tx_off > hl ? tp->tx_off - hl : 0, left = req->len - poff;
         if (left) iov[k++] = (struct iovec){(char *)req->buf + poff, left < chunk ? left : chunk};
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
@@ -72,8 +73,10 @@ cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
     struct cc__tcp_peer *tp = p->priv;
     int idle = tp->sq_head == NULL;
     req->next = NULL;
-    if (tp->sq_tail) tp->sq_tail->next = req;
-    else tp->sq_head = req;
+    if (tp->sq_tail)
+        tp->sq_tail->next = req;
+    else
+        tp->sq_head = req;
     tp->sq_tail = req;
     /* Nothing ahead of it: try now (small messages usually leave in this call). */
     if (idle) tx(net, tp);
@@ -90,7 +93,10 @@ static ssize_t rd(struct cc__net *net, struct cc__tcp_peer *tp, void *buf, size_
         if (n > 0) return n;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-        cc__tcp_drop(net, tp, n == 0 ? "closed the connection (it exited, was killed or aborted)" : loss_cause(errno), NULL);
+        cc__tcp_drop(net, tp,
+                     n == 0 ? "closed the connection (it exited, was killed or aborted)"
+                            : loss_cause(errno),
+                     NULL);
         return -1;
     }
 }
@@ -128,8 +134,10 @@ static void rx_account(struct cc__tcp_peer *tp, size_t n)
 static void end_frame(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     tp->in_body = 0;
-    if (tp->rx_req) cc__req_finish(net, tp->rx_req, CC_OK);
-    else if (tp->rx_msg) cc__net_msg_done(net, tp->p, tp->rx_msg);
+    if (tp->rx_req)
+        cc__req_finish(net, tp->rx_req, CC_OK);
+    else if (tp->rx_msg)
+        cc__net_msg_done(net, tp->p, tp->rx_msg);
     tp->rx_req = NULL;
     tp->rx_msg = NULL;
 }
@@ -141,8 +149,9 @@ static int start_frame(struct cc__net *net, struct cc__tcp_peer *tp)
     memcpy(&h, tp->stage + tp->st_beg, sizeof(h));
     tp->st_beg += sizeof(h);
     if (h.magic != CC__TCP_FRAME_MAGIC || h.len > (1ull << 48)) {
-        cc_log_error(CC_SUBSYS_TCP, "tcp: malformed frame from rank %d (%s): magic 0x%x, %llu bytes",
-                     tp->p->rank, tp->where, h.magic, (unsigned long long)h.len);
+        cc_log_error(CC_SUBSYS_TCP,
+                     "tcp: malformed frame from rank %d (%s): magic 0x%x, %llu bytes", tp->p->rank,
+                     tp->where, h.magic, (unsigned long long)h.len);
         cc__tcp_drop(net, tp, "sent a malformed frame", NULL);
         return -1;
     }
@@ -245,11 +254,14 @@ int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_s
         tp->rx_msg->discard = 1;
     } else {
         cc__req_t *prev = NULL, *r = tp->sq_head;
-        for (; r && r != req; prev = r, r = r->next) {}
+        for (; r && r != req; prev = r, r = r->next) {
+        }
         /* Bytes of the head may be on the wire already: too late for it. */
         if (!r || (r == tp->sq_head && tp->tx_off > 0)) return 0;
-        if (prev) prev->next = r->next;
-        else tp->sq_head = r->next;
+        if (prev)
+            prev->next = r->next;
+        else
+            tp->sq_head = r->next;
         if (tp->sq_tail == r) tp->sq_tail = prev;
     }
     cc__req_finish(net, req, st);

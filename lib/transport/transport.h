@@ -39,7 +39,7 @@ typedef struct cc__peer_info {
     int32_t rank;
     int32_t size;
     int32_t pid;
-    int32_t status;   /* this rank's setup status so far (CC_OK or an error) */
+    int32_t status; /* this rank's setup status so far (CC_OK or an error) */
     uint64_t comm_id;
     uint64_t nonce;   /* random; a TCP peer proves it saw this blob */
     uint64_t netns;   /* inode of /proc/self/ns/net */
@@ -60,15 +60,15 @@ typedef struct cc__peer_info {
 typedef struct cc__msg {
     struct cc__msg *next;
     uint32_t tag;
-    int kind;          /* CC__MSG_* */
-    size_t len;        /* the message's length */
-    size_t got;        /* BUFFERED: bytes arrived so far */
-    int complete;      /* BUFFERED: all bytes are in data */
-    int discard;       /* nobody wants it any more: free it once complete */
-    cc__req_t *bound;  /* a receive matched it before it was complete */
-    char *data;        /* BUFFERED: the payload (len bytes) */
-    uint64_t arg[3];   /* the transport's: rendezvous cookie, address, ... */
-    cc__req_t *sreq;   /* SELF_REF: the send that holds the payload */
+    int kind;         /* CC__MSG_* */
+    size_t len;       /* the message's length */
+    size_t got;       /* BUFFERED: bytes arrived so far */
+    int complete;     /* BUFFERED: all bytes are in data */
+    int discard;      /* nobody wants it any more: free it once complete */
+    cc__req_t *bound; /* a receive matched it before it was complete */
+    char *data;       /* BUFFERED: the payload (len bytes) */
+    uint64_t arg[3];  /* the transport's: rendezvous cookie, address, ... */
+    cc__req_t *sreq;  /* SELF_REF: the send that holds the payload */
 } cc__msg_t;
 
 enum {
@@ -80,14 +80,14 @@ enum {
 /* One rank as seen from this one. */
 struct cc__peer {
     int rank;
-    int tp;                       /* CC__TP_* that reaches it */
-    void *priv;                   /* the transport's per-peer state */
-    cc__req_t *rq_head, *rq_tail; /* posted receives not yet matched, oldest first */
+    int tp;                           /* CC__TP_* that reaches it */
+    void *priv;                       /* the transport's per-peer state */
+    cc__req_t *rq_head, *rq_tail;     /* posted receives not yet matched, oldest first */
     cc__msg_t *held_head, *held_tail; /* messages not yet matched, oldest first */
-    int pending;                  /* requests to or from it not yet finished */
-    cc_status_t lost;             /* 0, or why every request with it fails */
-    int lost_logged;              /* the loss was logged (once) */
-    char lost_cause[96];          /* "died", "closed the connection", ... */
+    int pending;                      /* requests to or from it not yet finished */
+    cc_status_t lost;                 /* 0, or why every request with it fails */
+    int lost_logged;                  /* the loss was logged (once) */
+    char lost_cause[96];              /* "died", "closed the connection", ... */
 };
 
 struct cc__net;
@@ -132,23 +132,23 @@ struct cc__net {
     int rank;
     int size;
     uint64_t comm_id;
-    char job[48];                   /* job id made safe for file names */
+    char job[48]; /* job id made safe for file names */
     int64_t connect_timeout_ms;
-    char listen_addr[64];           /* numeric IP the TCP listener binds (creation only) */
-    uint64_t cma_threshold;         /* CCOMM_SHM_CMA_THRESHOLD (0 = off) */
-    struct cc__peer *peers;         /* size entries, by rank */
-    cc__peer_info_t *info;          /* every rank's blob, by rank */
+    char listen_addr[64];   /* numeric IP the TCP listener binds (creation only) */
+    uint64_t cma_threshold; /* CCOMM_SHM_CMA_THRESHOLD (0 = off) */
+    struct cc__peer *peers; /* size entries, by rank */
+    cc__peer_info_t *info;  /* every rank's blob, by rank */
     const cc__transport_t *tps[CC__TP_COUNT];
-    void *tp_state[CC__TP_COUNT];   /* each transport's net-wide state */
-    int tp_peers[CC__TP_COUNT];     /* peers reached by each transport */
-    int tp_pending[CC__TP_COUNT];   /* unfinished requests by transport */
-    uint64_t events;                /* grows whenever a request finishes or moves */
-    uint64_t next_check_ns;         /* when the wait loop next checks liveness */
-    _Atomic int abort_reason;       /* any thread: 0, or the reason given to abort */
-    int abort_done;                 /* owner: requests were failed with the reason */
-    int wake_fd;                    /* eventfd: abort wakes a waiter sleeping in poll */
-    int first_fail_kind;            /* kind and tag of the first request failed since reset, */
-    uint32_t first_fail_tag;        /* so a loss is logged with what this rank waited for */
+    void *tp_state[CC__TP_COUNT]; /* each transport's net-wide state */
+    int tp_peers[CC__TP_COUNT];   /* peers reached by each transport */
+    int tp_pending[CC__TP_COUNT]; /* unfinished requests by transport */
+    uint64_t events;              /* grows whenever a request finishes or moves */
+    uint64_t next_check_ns;       /* when the wait loop next checks liveness */
+    _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
+    int abort_done;               /* owner: requests were failed with the reason */
+    int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */
+    int first_fail_kind;          /* kind and tag of the first request failed since reset, */
+    uint32_t first_fail_tag;      /* so a loss is logged with what this rank waited for */
 };
 
 /* ---- net.c / match.c services for the transports ---------------------------------------- */
@@ -169,8 +169,7 @@ void cc__net_mismatch(struct cc__net *net, cc__req_t *req, size_t msg_len);
  * be NULL and is not queued anywhere) first; logged once with the cause and
  * what this rank waited for.
  */
-void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause,
-                       cc__req_t *req);
+void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause, cc__req_t *req);
 /* Has the owner thread seen an abort? Fails everything on the first sight. */
 int cc__net_aborted(struct cc__net *net);
 /* Release a held message. */

@@ -29,8 +29,8 @@
 #define CC__YIELD_NS     1000000ull /* yield stage: 1 ms */
 #define CC__MIXED_NAP_NS 1000000ull /* longest sleep with both shm and tcp pending */
 
-static cc_status_t check_post(cc__net_t *net, int peer, const void *buf, size_t len,
-                              cc__req_t *req, const char *what)
+static cc_status_t check_post(cc__net_t *net, int peer, const void *buf, size_t len, cc__req_t *req,
+                              const char *what)
 {
     if (!net || !req) {
         cc_log_error(CC_SUBSYS_NET, "net: %s: %s is NULL", what, !net ? "net" : "request");
@@ -50,8 +50,8 @@ static cc_status_t check_post(cc__net_t *net, int peer, const void *buf, size_t 
 }
 
 /* Initialise a request and count it as pending with its peer. */
-static struct cc__peer *start_req(cc__net_t *net, cc__req_t *req, int kind, int peer,
-                                  uint32_t tag, const void *buf, size_t len)
+static struct cc__peer *start_req(cc__net_t *net, cc__req_t *req, int kind, int peer, uint32_t tag,
+                                  const void *buf, size_t len)
 {
     memset(req, 0, sizeof(*req));
     req->kind = kind;
@@ -90,8 +90,10 @@ static void recv_held(cc__net_t *net, struct cc__peer *p, cc__req_t *req, cc__ms
     }
     if (m->len != req->len) {
         cc__net_mismatch(net, req, m->len);
-        if (m->complete) cc__msg_free(m);
-        else m->discard = 1; /* the transport still fills it, then frees it */
+        if (m->complete)
+            cc__msg_free(m);
+        else
+            m->discard = 1; /* the transport still fills it, then frees it */
         return;
     }
     if (!m->complete) {
@@ -119,8 +121,10 @@ cc_status_t cc__net_irecv(cc__net_t *net, int peer, uint32_t tag, void *buf, siz
         return req->status < 0 ? req->status : CC_OK;
     }
     if (p->lost) return cc__net_post_lost(net, p, req);
-    if (p->rq_tail) p->rq_tail->next = req;
-    else p->rq_head = req;
+    if (p->rq_tail)
+        p->rq_tail->next = req;
+    else
+        p->rq_head = req;
     p->rq_tail = req;
     return CC_OK;
 }
@@ -157,8 +161,10 @@ static cc_status_t reqs_state(cc__req_t *const *reqs, int n, int stop_on_error)
     int busy = 0;
     for (int i = 0; i < n; i++) {
         cc_status_t s = reqs[i]->status;
-        if (s == CC_INPROGRESS) busy = 1;
-        else if (s < 0 && first == CC_OK) first = s;
+        if (s == CC_INPROGRESS)
+            busy = 1;
+        else if (s < 0 && first == CC_OK)
+            first = s;
     }
     return busy && !(stop_on_error && first != CC_OK) ? CC_INPROGRESS : first;
 }
@@ -203,8 +209,8 @@ static cc_status_t check_wait(cc__net_t *net, cc__req_t *const *reqs, int n)
     return CC_OK;
 }
 
-static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n,
-                             uint64_t deadline_ns, int stop_on_error)
+static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint64_t deadline_ns,
+                             int stop_on_error)
 {
     const struct cc__config *cfg = cc__cfg();
     uint64_t spin_ns = (uint64_t)cfg->wait_spin_us * 1000ull;
@@ -267,7 +273,8 @@ static cc_status_t blocking(cc__net_t *net, cc__req_t *reqs, int n, uint64_t dea
 {
     cc__req_t *rp[2] = {&reqs[0], n > 1 ? &reqs[1] : NULL};
     cc_status_t st = wait_loop(net, rp, n, deadline_ns, 1);
-    for (int i = 0; i < n && st != CC_OK; i++) settle(net, rp[i], deadline_ns, st);
+    for (int i = 0; i < n && st != CC_OK; i++)
+        settle(net, rp[i], deadline_ns, st);
     return st;
 }
 

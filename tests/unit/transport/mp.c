@@ -115,7 +115,8 @@ static int collect(int n, const pid_t *pids, int timeout_s, int *codes)
 {
     uint64_t deadline = cc__now_ns() + (uint64_t)timeout_s * 1000000000ull;
     int left = n, bad = 0;
-    for (int i = 0; i < n; i++) codes[i] = -1;
+    for (int i = 0; i < n; i++)
+        codes[i] = -1;
     while (left > 0) {
         for (int i = 0; i < n; i++) {
             int status;
@@ -136,7 +137,8 @@ static int collect(int n, const pid_t *pids, int timeout_s, int *codes)
         }
         if (left) usleep(2000);
     }
-    for (int i = 0; i < n; i++) bad += codes[i] != 0;
+    for (int i = 0; i < n; i++)
+        bad += codes[i] != 0;
     return bad;
 }
 

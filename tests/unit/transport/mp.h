@@ -42,7 +42,7 @@ const char *mp_job(void);
 #define MP_CHECK(cond)                                                                             \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "rank check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, "rank check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);        \
             return 1;                                                                              \
         }                                                                                          \
     } while (0)
@@ -51,8 +51,8 @@ const char *mp_job(void);
     do {                                                                                           \
         cc_status_t mp_st_ = (call);                                                               \
         if (mp_st_ != (want)) {                                                                    \
-            fprintf(stderr, "rank check failed at %s:%d: %s returned %s, expected %s\n",           \
-                    __FILE__, __LINE__, #call, cc_status_name(mp_st_), cc_status_name(want));      \
+            fprintf(stderr, "rank check failed at %s:%d: %s returned %s, expected %s\n", __FILE__, \
+                    __LINE__, #call, cc_status_name(mp_st_), cc_status_name(want));                \
             return 1;                                                                              \
         }                                                                                          \
     } while (0)

@@ -158,14 +158,46 @@ static void run_all_pairs(int n, const char *transport)
     run_forked(n, rank_all_pairs, &a);
 }
 
-static void test_shm_2(void **s) { (void)s; run_all_pairs(2, "auto"); }
-static void test_shm_3(void **s) { (void)s; run_all_pairs(3, "auto"); }
-static void test_shm_4(void **s) { (void)s; run_all_pairs(4, "auto"); }
-static void test_shm_8(void **s) { (void)s; run_all_pairs(8, "auto"); }
-static void test_tcp_2(void **s) { (void)s; run_all_pairs(2, "tcp"); }
-static void test_tcp_3(void **s) { (void)s; run_all_pairs(3, "tcp"); }
-static void test_tcp_4(void **s) { (void)s; run_all_pairs(4, "tcp"); }
-static void test_tcp_8(void **s) { (void)s; run_all_pairs(8, "tcp"); }
+static void test_shm_2(void **s)
+{
+    (void)s;
+    run_all_pairs(2, "auto");
+}
+static void test_shm_3(void **s)
+{
+    (void)s;
+    run_all_pairs(3, "auto");
+}
+static void test_shm_4(void **s)
+{
+    (void)s;
+    run_all_pairs(4, "auto");
+}
+static void test_shm_8(void **s)
+{
+    (void)s;
+    run_all_pairs(8, "auto");
+}
+static void test_tcp_2(void **s)
+{
+    (void)s;
+    run_all_pairs(2, "tcp");
+}
+static void test_tcp_3(void **s)
+{
+    (void)s;
+    run_all_pairs(3, "tcp");
+}
+static void test_tcp_4(void **s)
+{
+    (void)s;
+    run_all_pairs(4, "tcp");
+}
+static void test_tcp_8(void **s)
+{
+    (void)s;
+    run_all_pairs(8, "tcp");
+}
 
 /* Ranks 2.. force tcp: shm inside {0, 1}, tcp for every pair touching 2 or 3. */
 static void test_mixed_4(void **s)
@@ -269,12 +301,14 @@ static int rank_in_flight(int rank, int n, void *arg)
             tu_fill(bufs[i] + 1, len, rank, to, (uint32_t)m);
             MP_CHECK_ST(cc__net_isend(net, to, (uint32_t)(m % 7), bufs[i] + 1, len, rp[i]), CC_OK);
         } else {
-            MP_CHECK_ST(cc__net_irecv(net, from, (uint32_t)(m % 7), bufs[i] + 1, len, rp[i]), CC_OK);
+            MP_CHECK_ST(cc__net_irecv(net, from, (uint32_t)(m % 7), bufs[i] + 1, len, rp[i]),
+                        CC_OK);
         }
     }
     MP_CHECK_ST(cc__net_wait(net, rp, 2 * NFLIGHT, deadline()), CC_OK);
     for (int m = 0; m < NFLIGHT; m++) {
-        MP_CHECK(tu_check(bufs[NFLIGHT + m] + 1, reqs[NFLIGHT + m].len, from, rank, (uint32_t)m) < 0);
+        MP_CHECK(tu_check(bufs[NFLIGHT + m] + 1, reqs[NFLIGHT + m].len, from, rank, (uint32_t)m) <
+                 0);
         free(bufs[m]);
         free(bufs[NFLIGHT + m]);
     }
@@ -376,9 +410,9 @@ static int rank_sendrecv(int rank, int n, void *arg)
     for (int it = 0; it < 10; it++) {
         size_t len = sizes[it % NSIZES];
         tu_fill(sb + 1, len, rank, to, (uint32_t)it);
-        MP_CHECK_ST(cc__net_sendrecv(net, to, sb + 1, len, from, rb + 2, len, (uint32_t)it,
-                                     deadline()),
-                    CC_OK);
+        MP_CHECK_ST(
+            cc__net_sendrecv(net, to, sb + 1, len, from, rb + 2, len, (uint32_t)it, deadline()),
+            CC_OK);
         MP_CHECK(tu_check(rb + 2, len, from, rank, (uint32_t)it) < 0);
     }
     free(sb);
@@ -445,17 +479,16 @@ static void test_self(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shm_2),         cmocka_unit_test(test_shm_3),
-        cmocka_unit_test(test_shm_4),         cmocka_unit_test(test_shm_8),
-        cmocka_unit_test(test_tcp_2),         cmocka_unit_test(test_tcp_3),
-        cmocka_unit_test(test_tcp_4),         cmocka_unit_test(test_tcp_8),
-        cmocka_unit_test(test_mixed_4),       cmocka_unit_test(test_two_hosts_netns),
-        cmocka_unit_test(test_shm_small_ring),
-        cmocka_unit_test(test_shm_no_cma),    cmocka_unit_test(test_threads_shm_3),
-        cmocka_unit_test(test_in_flight_shm), cmocka_unit_test(test_in_flight_tcp),
-        cmocka_unit_test(test_tag_order_shm), cmocka_unit_test(test_tag_order_tcp),
-        cmocka_unit_test(test_sendrecv_shm),  cmocka_unit_test(test_sendrecv_mixed),
-        cmocka_unit_test(test_self),
+        cmocka_unit_test(test_shm_2),          cmocka_unit_test(test_shm_3),
+        cmocka_unit_test(test_shm_4),          cmocka_unit_test(test_shm_8),
+        cmocka_unit_test(test_tcp_2),          cmocka_unit_test(test_tcp_3),
+        cmocka_unit_test(test_tcp_4),          cmocka_unit_test(test_tcp_8),
+        cmocka_unit_test(test_mixed_4),        cmocka_unit_test(test_two_hosts_netns),
+        cmocka_unit_test(test_shm_small_ring), cmocka_unit_test(test_shm_no_cma),
+        cmocka_unit_test(test_threads_shm_3),  cmocka_unit_test(test_in_flight_shm),
+        cmocka_unit_test(test_in_flight_tcp),  cmocka_unit_test(test_tag_order_shm),
+        cmocka_unit_test(test_tag_order_tcp),  cmocka_unit_test(test_sendrecv_shm),
+        cmocka_unit_test(test_sendrecv_mixed), cmocka_unit_test(test_self),
     };
     return cmocka_run_group_tests(tests, tu_setup, tu_teardown);
 }

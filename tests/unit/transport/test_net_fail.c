@@ -40,7 +40,8 @@ static void run(int n, mp_rank_fn fn, const char *transport, const int *want)
         if (codes[i] != want[i])
             fprintf(stderr, "rank %d exited with %d, expected %d\n", i, codes[i], want[i]);
     }
-    for (int i = 0; i < n; i++) assert_int_equal(codes[i], want[i]);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(codes[i], want[i]);
     assert_int_equal(tu_leftovers(), 0);
 }
 
@@ -202,8 +203,10 @@ static int rank_timeout(int rank, int n, void *arg)
     }
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
     /* Still healthy: a message goes through. */
-    if (rank == 0) MP_CHECK_ST(cc__net_send(net, 1, 2, "ok", 3, deadline()), CC_OK);
-    else MP_CHECK_ST(cc__net_recv(net, 0, 2, b, 3, deadline()), CC_OK);
+    if (rank == 0)
+        MP_CHECK_ST(cc__net_send(net, 1, 2, "ok", 3, deadline()), CC_OK);
+    else
+        MP_CHECK_ST(cc__net_recv(net, 0, 2, b, 3, deadline()), CC_OK);
     MP_CHECK(rank == 0 || strcmp(b, "ok") == 0);
     if (!strcmp(arg, "auto")) {
         size_t big = 1u << 20;
@@ -261,8 +264,7 @@ static int rank_abort(int rank, int n, void *arg)
     } else {
         MP_CHECK_ST(cc__net_recv(net, 1, 7, b, sizeof(b), deadline()), CC_ERR_PEER_LOST);
         /* The pair that does not involve rank 1 still works. */
-        MP_CHECK_ST(cc__net_sendrecv(net, 2 - rank, "hi", 3, 2 - rank, b, 3, 9, deadline()),
-                    CC_OK);
+        MP_CHECK_ST(cc__net_sendrecv(net, 2 - rank, "hi", 3, 2 - rank, b, 3, 9, deadline()), CC_OK);
         MP_CHECK(strcmp(b, "hi") == 0);
     }
     MP_CHECK(cc__now_ns() - t0 < BOUND_NS);
@@ -397,8 +399,8 @@ static int rank_cma_refused(int rank, int n, void *arg)
         mine = drop_ptrace_cap() == 0 &&
                process_vm_readv(cc__net_peer_pid(net, 0), &l, 1, &r, 1, 0) < 0 && errno == EPERM;
     }
-    MP_CHECK_ST(cc__net_sendrecv(net, 1 - rank, &mine, sizeof(int), 1 - rank, &theirs,
-                                 sizeof(int), 1, deadline()),
+    MP_CHECK_ST(cc__net_sendrecv(net, 1 - rank, &mine, sizeof(int), 1 - rank, &theirs, sizeof(int),
+                                 1, deadline()),
                 CC_OK);
     int refused = rank == 1 ? mine : theirs;
     for (int i = 0; i < 3 && refused; i++) {
@@ -433,14 +435,13 @@ static void test_cma_refused(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_args),     cmocka_unit_test(test_bad_env),
-        cmocka_unit_test(test_bad_socket_addr),
-        cmocka_unit_test(test_mismatch_shm), cmocka_unit_test(test_mismatch_tcp),
-        cmocka_unit_test(test_timeout_shm),  cmocka_unit_test(test_timeout_tcp),
-        cmocka_unit_test(test_abort_shm),    cmocka_unit_test(test_abort_tcp),
-        cmocka_unit_test(test_closed_shm),   cmocka_unit_test(test_closed_tcp),
-        cmocka_unit_test(test_killed_shm),   cmocka_unit_test(test_killed_tcp),
-        cmocka_unit_test(test_cma_refused),
+        cmocka_unit_test(test_bad_args),        cmocka_unit_test(test_bad_env),
+        cmocka_unit_test(test_bad_socket_addr), cmocka_unit_test(test_mismatch_shm),
+        cmocka_unit_test(test_mismatch_tcp),    cmocka_unit_test(test_timeout_shm),
+        cmocka_unit_test(test_timeout_tcp),     cmocka_unit_test(test_abort_shm),
+        cmocka_unit_test(test_abort_tcp),       cmocka_unit_test(test_closed_shm),
+        cmocka_unit_test(test_closed_tcp),      cmocka_unit_test(test_killed_shm),
+        cmocka_unit_test(test_killed_tcp),      cmocka_unit_test(test_cma_refused),
     };
     return cmocka_run_group_tests(tests, tu_setup, tu_teardown);
 }

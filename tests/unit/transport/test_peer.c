@@ -74,7 +74,8 @@ static void test_pidfd_liveness(void **s)
     assert_false(cc__peer_dead(fd, pid));
     kill(pid, SIGKILL);
     uint64_t t0 = cc__now_ns();
-    while (!cc__peer_dead(fd, pid) && cc__now_ns() - t0 < 5000000000ull) usleep(1000);
+    while (!cc__peer_dead(fd, pid) && cc__now_ns() - t0 < 5000000000ull)
+        usleep(1000);
     /* Not reaped yet: a zombie, still "alive" for kill(pid, 0), dead for the pidfd. */
     assert_true(cc__peer_dead(fd, pid));
     assert_int_equal(kill(pid, 0), 0);

@@ -66,8 +66,8 @@ static int fake_rank1(void)
     me.flags = CC__INFO_FORCE_TCP;
     MP_CHECK_ST(cc__peer_identity(&me), CC_OK);
     MP_CHECK_ST(cfg.allgather(cfg.allgather_ctx, &me, all, sizeof(me)), CC_OK);
-    struct cc__tcp_hello h = {CC__TCP_HELLO_MAGIC, cfg.comm_id, all[0].nonce, CC__TCP_VERSION,
-                              1, 0, 2};
+    struct cc__tcp_hello h = {
+        CC__TCP_HELLO_MAGIC, cfg.comm_id, all[0].nonce, CC__TCP_VERSION, 1, 0, 2};
     struct cc__tcp_hello bad = h;
     bad.comm_id++;
     MP_CHECK(knock(&all[0], &bad) == 0);

@@ -22,7 +22,8 @@ static inline unsigned char tu_byte(int src, int dst, uint32_t msg, size_t i)
 
 static inline void tu_fill(unsigned char *p, size_t n, int src, int dst, uint32_t msg)
 {
-    for (size_t i = 0; i < n; i++) p[i] = tu_byte(src, dst, msg, i);
+    for (size_t i = 0; i < n; i++)
+        p[i] = tu_byte(src, dst, msg, i);
 }
 
 /* Index of the first wrong byte, or -1. */
