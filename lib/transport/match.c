@@ -15,6 +15,7 @@
 #include "log.h"
 #include "transport.h"
 
+/* Linear in the posted receives of one peer: collectives keep a handful posted at once. */
 cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)
 {
     cc__req_t *prev = NULL;
@@ -65,6 +66,11 @@ void cc__msg_free(cc__msg_t *m)
     free(m);
 }
 
+/*
+ * The only place a request ends: the pending counts drive which transports
+ * the wait loop sleeps in and which peers it checks, and the first failure
+ * is remembered so a peer loss can say what this rank was waiting for.
+ */
 void cc__req_finish(struct cc__net *net, cc__req_t *req, cc_status_t st)
 {
     struct cc__peer *p = &net->peers[req->peer];
@@ -206,6 +212,8 @@ cc_status_t cc__net_post_lost(struct cc__net *net, struct cc__peer *p, cc__req_t
     return p->lost;
 }
 
+/* Requests belong to the owner thread, so the abort thread only flags; the owner fails them here.
+ */
 int cc__net_aborted(struct cc__net *net)
 {
     int reason = atomic_load_explicit(&net->abort_reason, memory_order_acquire);
@@ -228,6 +236,7 @@ cc_status_t cc__net_cancel(cc__net_t *net, cc__req_t *req, cc_status_t status)
         return CC_ERR_INVALID_ARG;
     }
     if (req->status != CC_INPROGRESS) return CC_OK;
+    /* Not matched yet: only net.c knows it. Otherwise the transport decides. */
     struct cc__peer *p = &net->peers[req->peer];
     cc__req_t *prev = NULL;
     for (cc__req_t *r = p->rq_head; r; prev = r, r = r->next) {

@@ -100,6 +100,7 @@ static void safe_name(char *dst, size_t len, const char *src)
     dst[o] = '\0';
 }
 
+/* The net before any collective step; destroy() copes with it at every stage of creation. */
 static cc__net_t *net_alloc(const cc__net_config_t *c)
 {
     cc__net_t *net = calloc(1, sizeof(*net));
@@ -194,6 +195,7 @@ static cc_status_t exchange_status(cc__net_t *net, const cc__net_config_t *c, cc
     return st;
 }
 
+/* The phases of every transport, in lock step with the other ranks. */
 static cc_status_t connect_all(cc__net_t *net, const cc__net_config_t *c)
 {
     for (int phase = 0; phase < 3; phase++) {
@@ -246,6 +248,7 @@ fail:
 void cc__net_destroy(cc__net_t *net)
 {
     if (!net) return;
+    /* Transports first: they free the held messages they still fill, then the queues go. */
     for (int tp = CC__TP_COUNT - 1; tp >= 0; tp--)
         if (net->tps[tp] && net->tp_state[tp]) net->tps[tp]->close(net);
     for (int i = 0; net->peers && i < net->size; i++) {
@@ -270,6 +273,7 @@ const char *cc__net_transport(const cc__net_t *net, int peer)
 
 int cc__net_all_shm(const cc__net_t *net)
 {
+    /* A net of one rank counts as all-shm: it has no peer elsewhere. */
     return net && net->tp_peers[CC__TP_SHM] == net->size - 1;
 }
 

@@ -42,6 +42,7 @@ static void deliver(struct cc__net *net, cc__req_t *send, cc__req_t *recv)
     cc__req_finish(net, send, CC_OK);
 }
 
+/* Match at once if the receive is posted; else hold a copy (small) or the send itself (large). */
 static cc_status_t self_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *req)
 {
     cc__req_t *r = cc__net_match(net, p, req->tag);
@@ -73,6 +74,7 @@ static void self_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, 
     cc__msg_free(m);
 }
 
+/* Everything happens when posting: there is nothing to progress or to sleep on. */
 static int self_progress(struct cc__net *net)
 {
     (void)net;

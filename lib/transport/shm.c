@@ -30,6 +30,7 @@ _Static_assert(sizeof(struct cc__shm_mbox) == 3 * CC__SHM_LINE, "mailbox header 
 _Static_assert(sizeof(struct cc__shm_ctl) == 2 * CC__SHM_LINE, "ring control layout");
 _Static_assert(sizeof(struct cc__shm_rec) == CC__SHM_REC_HDR, "record header layout");
 
+/* The pid in the name tells a stale file (a crashed run with the same job id) from ours. */
 static int mbox_path(struct cc__net *net, int rank, int pid, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/ccomm-%s-%016llx-r%d-%d", cc__cfg()->shm_dir, net->job,
@@ -43,6 +44,7 @@ static int slot_of(int local_src, int local_owner)
     return local_src < local_owner ? local_src : local_src - 1;
 }
 
+/* shm publishes nothing of its own: pid and host identity are in every blob. */
 static cc_status_t shm_setup(struct cc__net *net, cc__peer_info_t *mine)
 {
     (void)net;
@@ -51,6 +53,7 @@ static cc_status_t shm_setup(struct cc__net *net, cc__peer_info_t *mine)
 }
 
 /* The local ranks (shm peers and this one), in rank order. */
+/* Every local rank computes the same list (same blobs, same rule), so slot numbers agree. */
 static cc_status_t find_local(struct cc__net *net, struct cc__shm_state *st)
 {
     st->local = calloc((size_t)net->tp_peers[CC__TP_SHM] + 1, sizeof(int));
@@ -118,6 +121,7 @@ static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
     return CC_OK;
 }
 
+/* A mailbox is ours only if every static field agrees with the blob of its owner. */
 static int header_ok(struct cc__net *net, struct cc__shm_state *st, const struct cc__shm_mbox *mb,
                      size_t len, int rank)
 {
@@ -195,6 +199,7 @@ static cc_status_t shm_connect(struct cc__net *net, int phase)
     return CC_OK;
 }
 
+/* The caller made its change visible and fenced; a sleeper then sees the new bell value. */
 void cc__shm_ring_bell(struct cc__shm_mbox *mb, int always)
 {
     if (!always && !atomic_load_explicit(&mb->sleeping, memory_order_relaxed)) return;
@@ -202,6 +207,7 @@ void cc__shm_ring_bell(struct cc__shm_mbox *mb, int always)
     cc__futex_wake(&mb->bell);
 }
 
+/* Anything the sleeper would wake for, checked after it announced itself asleep. */
 int cc__shm_ready(struct cc__net *net)
 {
     struct cc__shm_state *st = cc__shm(net);
@@ -217,6 +223,7 @@ int cc__shm_ready(struct cc__net *net)
     return 0;
 }
 
+/* Read bell before checking: a ring after the check changes it, and FUTEX_WAIT returns. */
 static void shm_sleep(struct cc__net *net, uint64_t timeout_ns)
 {
     struct cc__shm_mbox *mb = cc__shm(net)->mine;
@@ -257,6 +264,7 @@ static void shm_abort(struct cc__net *net)
     cc__shm_ring_bell(st->mine, 1);
 }
 
+/* Mappings stay valid in peers after unlink and unmap: tmpfs pages live while mapped. */
 static void shm_close(struct cc__net *net)
 {
     struct cc__shm_state *st = cc__shm(net);

@@ -59,6 +59,8 @@ static void ring_get(const char *ring, uint64_t mask, uint64_t pos, void *dst, s
 /* Free bytes in the outbound ring (re-reading the consumer's tail when short of need). */
 static uint64_t tx_free(struct cc__shm_peer *sp, uint64_t need)
 {
+    /* The consumer's tail line is only read when the cached copy says "short": a
+     * streaming producer then pulls that line once per batch, not once per record. */
     uint64_t size = sp->tx_mask + 1;
     if (size - (sp->head - sp->tail_seen) < need)
         sp->tail_seen = atomic_load_explicit(&sp->tx_ctl->tail, memory_order_acquire);
@@ -71,6 +73,7 @@ static int tx_room(struct cc__shm_peer *sp, uint64_t rs)
     return tx_free(sp, rs + CC__SHM_LINE) >= rs + CC__SHM_LINE;
 }
 
+/* Fill the header of the record at head; seq stays invalid until tx_publish. */
 static struct cc__shm_rec *tx_rec(struct cc__shm_peer *sp, uint32_t type, uint32_t tag,
                                   uint64_t len, uint64_t cookie)
 {
@@ -102,13 +105,17 @@ static void tx_doorbell(struct cc__shm_peer *sp)
     cc__shm_ring_bell(sp->their, 0);
 }
 
+/* Tell the consumer this producer waits for space, so it rings our bell when it frees some. */
 static void tx_wait_flag(struct cc__shm_peer *sp, int on)
 {
+    /* Stored only on change: the flag shares no line with the tail, but every store to a
+     * shared line costs the consumer a miss. */
     if (sp->tx_waiting == on) return;
     sp->tx_waiting = on;
     atomic_store(&sp->tx_ctl->tx_wait, (uint32_t)on);
 }
 
+/* A whole message in one record; the send is complete once it is in the ring. */
 static int tx_eager(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req)
 {
     uint64_t rs = rec_size(req->len);
@@ -121,6 +128,10 @@ static int tx_eager(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req
     return 1;
 }
 
+/*
+ * Announce a rendezvous. The send stays pending on rndv_tx until its FIN:
+ * the receiver may read the buffer at any time before that.
+ */
 static int tx_rts(struct cc__shm_peer *sp, cc__req_t *req)
 {
     uint64_t rs = rec_size(sizeof(uint64_t)), addr = (uint64_t)(uintptr_t)req->buf;
@@ -158,6 +169,7 @@ static int tx_data(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req)
     return 1;
 }
 
+/* A verdict is a bare header: cookie and verdict are all the sender needs. */
 static int tx_fin(struct cc__shm_peer *sp, uint64_t cookie, uint32_t verdict)
 {
     uint64_t rs = rec_size(0);
@@ -196,6 +208,7 @@ static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
         sp->nctrl -= k;
         n += k;
     }
+    /* Sends wait while verdicts do: a peer blocked on our FIN must not starve behind them. */
     while (sp->nctrl == 0 && sp->sq_head) {
         cc__req_t *req = sp->sq_head, *next = req->next;
         size_t before = req->done;
@@ -204,7 +217,7 @@ static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
                  : mode == MODE_RTS ? tx_rts(sp, req)
                                     : tx_data(net, sp, req);
         if (!ok) {
-            n += req->done != before;
+            n += req->done != before; /* a partly streamed DATA still counts as progress */
             break;
         }
         sp->sq_head = next;
@@ -237,7 +250,7 @@ cc_status_t cc__shm_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
 
 /* ---- consumer side ------------------------------------------------------------------- */
 
-/* One process_vm_readv loop; 0 or an errno. */
+/* One process_vm_readv loop (it may return short at a page fault); 0 or an errno. */
 static int cma_read(int pid, void *dst, uint64_t addr, size_t len)
 {
     size_t off = 0;
@@ -292,12 +305,14 @@ static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *r
 static void accept_rts(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req, size_t len,
                        uint64_t cookie, uint64_t addr)
 {
+    /* Every path answers the sender, which otherwise waits for its FIN forever. */
     if (req->len != len) {
         cc__net_mismatch(net, req, len);
         send_fin(net, sp, cookie, CC__FIN_DROP);
         return;
     }
     if (net->cma_threshold && !sp->cma_refused && accept_cma(net, sp, req, cookie, addr)) return;
+    /* Streaming fallback: the DATA records name the cookie, so the receive waits on rndv_rx. */
     req->priv[0] = cookie;
     req->next = sp->rndv_rx;
     sp->rndv_rx = req;
@@ -375,10 +390,12 @@ static int rx_fin(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_r
                     rec->tag, sp->p->rank, (unsigned long long)rec->cookie);
         return 1;
     }
+    /* DONE and DROP both end the send: a dropped message was still delivered, and refused. */
     if (rec->tag != CC__FIN_CTS) {
         cc__req_finish(net, req, CC_OK);
         return 1;
     }
+    /* CTS: stream it, behind whatever was queued meanwhile (the receive waits by cookie). */
     req->priv[1] = MODE_DATA;
     req->done = 0;
     if (sp->sq_tail)
@@ -392,6 +409,7 @@ static int rx_fin(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_r
 static int rx_data(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_rec *rec,
                    uint64_t pos)
 {
+    /* Usually the newest rendezvous is the one streaming: look at the head first. */
     cc__req_t *req = sp->rndv_rx;
     if (req && req->priv[0] != rec->cookie) req = NULL;
     for (cc__req_t *r = sp->rndv_rx; !req && r; r = r->next)
@@ -414,6 +432,7 @@ static int rx_data(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_
 static uint64_t rx_one(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_rec *rec,
                        uint64_t pos)
 {
+    /* A length no record of this ring can have means corruption: fail the peer, do not copy. */
     uint64_t ring = sp->rx_mask + 1;
     switch (rec->type) {
     case CC__REC_EAGER:
@@ -440,6 +459,7 @@ static int rx_ring(struct cc__net *net, struct cc__shm_peer *sp)
 {
     int n = 0;
     uint64_t pos = sp->tail;
+    /* Bounded, so one busy peer cannot starve the others or the sends. */
     while (n < 256) {
         struct cc__shm_rec *rec = (struct cc__shm_rec *)(sp->rx_ring + (pos & sp->rx_mask));
         if (atomic_load_explicit(&rec->seq, memory_order_acquire) != pos + 1) break;
@@ -458,6 +478,7 @@ static int rx_ring(struct cc__net *net, struct cc__shm_peer *sp)
     return n;
 }
 
+/* Everything a peer left in its ring (it died or closed): what it sent still arrives. */
 int cc__shm_drain(struct cc__net *net, struct cc__shm_peer *sp)
 {
     int n = 0, k;
@@ -466,6 +487,7 @@ int cc__shm_drain(struct cc__net *net, struct cc__shm_peer *sp)
     return n;
 }
 
+/* Receive before sending: consuming frees the peer's space and may queue verdicts. */
 int cc__shm_progress(struct cc__net *net)
 {
     struct cc__shm_state *st = cc__shm(net);
@@ -507,6 +529,7 @@ static void fail_list(struct cc__net *net, cc__req_t **list, cc_status_t st)
     }
 }
 
+/* Nothing more goes to or comes from p: every request the transport holds ends, verdicts too. */
 void cc__shm_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
 {
     struct cc__shm_peer *sp = p->priv;

@@ -57,6 +57,7 @@ int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, sock
     return -1;
 }
 
+/* The listener exists before the blob exchange, so the blob can carry its port. */
 static cc_status_t listen_on(struct cc__net *net, struct cc__tcp_state *ts, cc__peer_info_t *mine)
 {
     struct sockaddr_storage ss;
@@ -147,6 +148,7 @@ static cc_status_t tcp_connect(struct cc__net *net, int phase)
     return phase == 1 ? arm_epoll(net, ts) : CC_OK;
 }
 
+/* EPOLLOUT only while a send waits: armed all the time it would wake every sleep at once. */
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on)
 {
     if (tp->want_out == on || tp->fd < 0) return;
@@ -174,6 +176,7 @@ static void tcp_abort(struct cc__net *net)
         if (ts->tp[i].fd >= 0) shutdown(ts->tp[i].fd, SHUT_RDWR);
 }
 
+/* Held messages still linked on the net's queues are net.c's to free. */
 static void tcp_close(struct cc__net *net)
 {
     struct cc__tcp_state *ts = cc__tcp(net);

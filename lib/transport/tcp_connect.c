@@ -51,6 +51,7 @@ struct mesh {
     int remaining; /* links still to establish */
 };
 
+/* Close a link's socket; an outgoing one is tried again after RETRY_NS. */
 static void link_reset(struct link *l, int state, int err)
 {
     if (l->fd >= 0) close(l->fd);
@@ -80,6 +81,7 @@ static void send_hello(struct mesh *m, struct link *l)
     l->state = L_ACK;
 }
 
+/* Start (or restart) a non-blocking connect to a lower rank's listener. */
 static void out_start(struct mesh *m, struct link *l)
 {
     const cc__peer_info_t *in = &m->net->info[l->tp->p->rank];
@@ -103,9 +105,11 @@ static void out_start(struct mesh *m, struct link *l)
         link_reset(l, L_IDLE, errno);
 }
 
+/* An outgoing link is writable (connected) or readable (the ack, or a rejection). */
 static cc_status_t out_event(struct mesh *m, struct link *l)
 {
     if (l->state == L_CONNECTING) {
+        /* A refused or unreachable connect is retried: the listener's host may be slow. */
         int err = 0;
         socklen_t el = sizeof(err);
         getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &el);
@@ -117,6 +121,7 @@ static cc_status_t out_event(struct mesh *m, struct link *l)
     }
     ssize_t n = recv(l->fd, (char *)&l->buf.ack + l->got, sizeof(l->buf.ack) - l->got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return CC_OK;
+    /* Closed without an ack: the listener judged our hello; retrying would not change that. */
     if (n <= 0) {
         cc_log_error(CC_SUBSYS_TCP,
                      "tcp: rank %d (%s) closed the connection from rank %d during the handshake "
@@ -158,6 +163,7 @@ static const char *hello_problem(struct mesh *m, const struct cc__tcp_hello *h,
     return "rank is not a tcp peer";
 }
 
+/* An accepted socket sent (part of) its hello: identify it, then keep or close it. */
 static void in_event(struct mesh *m, struct link *l)
 {
     ssize_t n = recv(l->fd, (char *)&l->buf.hello + l->got, sizeof(l->buf.hello) - l->got, 0);
@@ -195,6 +201,7 @@ static void in_event(struct mesh *m, struct link *l)
     m->remaining--;
 }
 
+/* Take every pending connection; each waits in a slot for its hello. */
 static void accept_all(struct mesh *m)
 {
     for (;;) {
@@ -244,6 +251,7 @@ static cc_status_t poll_round(struct mesh *m, struct pollfd *pf, struct link **p
     return CC_OK;
 }
 
+/* At the deadline: name every link that is missing, from whichever side should have made it. */
 static void report_missing(struct mesh *m)
 {
     for (int i = 0; i < m->ts->ntp; i++) {
@@ -265,6 +273,7 @@ static void report_missing(struct mesh *m)
     }
 }
 
+/* Poll until every link is up; short rounds so retries start on time. */
 static cc_status_t run_mesh(struct mesh *m, struct pollfd *pf, struct link **pl)
 {
     uint64_t deadline = cc__deadline_after_ms(m->net->connect_timeout_ms);
@@ -284,6 +293,7 @@ static cc_status_t run_mesh(struct mesh *m, struct pollfd *pf, struct link **pl)
 
 cc_status_t cc__tcp_mesh(struct cc__net *net, struct cc__tcp_state *ts)
 {
+    /* Slots for the expected connectors plus a few strangers, who must not crowd them out. */
     struct mesh m = {.net = net, .ts = ts, .nin = SPARE_INS};
     for (int i = 0; i < ts->ntp; i++)
         m.nin += ts->tp[i].p->rank > net->rank;
@@ -304,6 +314,7 @@ cc_status_t cc__tcp_mesh(struct cc__net *net, struct cc__tcp_state *ts)
         m.remaining = ts->ntp;
         st = run_mesh(&m, pf, pl);
     }
+    /* Links that made it moved their socket to the peer; the rest are closed here. */
     for (int i = 0; m.out && i < ts->ntp; i++)
         if (m.out[i].fd >= 0) close(m.out[i].fd);
     for (int i = 0; m.in && i < m.nin; i++)

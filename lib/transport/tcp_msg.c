@@ -29,6 +29,7 @@ static const char *loss_cause(int err)
 
 /* ---- sending ----------------------------------------------------------------------------- */
 
+/* Write the queue until the socket would block; a frame's header and payload share a sendmsg. */
 static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     int moved = 0;
@@ -104,6 +105,7 @@ static ssize_t rd(struct cc__net *net, struct cc__tcp_peer *tp, void *buf, size_
 /* Top up the staging buffer; as rd(). */
 static ssize_t fill(struct cc__net *net, struct cc__tcp_peer *tp)
 {
+    /* Compact only when the tail is nearly used up: a header never straddles the end. */
     if (tp->st_beg == tp->st_end) tp->st_beg = tp->st_end = 0;
     if (tp->st_end == CC__TCP_STAGE || (tp->st_beg && CC__TCP_STAGE - tp->st_end < 64)) {
         memmove(tp->stage, tp->stage + tp->st_beg, tp->st_end - tp->st_beg);
@@ -131,6 +133,7 @@ static void rx_account(struct cc__tcp_peer *tp, size_t n)
     if (tp->rx_msg) tp->rx_msg->got = tp->rx_len - tp->rx_left;
 }
 
+/* A frame is complete: its receive ends, or its held copy is whole (and delivered if bound). */
 static void end_frame(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     tp->in_body = 0;
@@ -213,6 +216,7 @@ static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
     return moved;
 }
 
+/* One non-blocking epoll_wait tells which sockets have bytes; writes are tried directly. */
 int cc__tcp_progress(struct cc__net *net)
 {
     struct cc__tcp_state *ts = cc__tcp(net);
@@ -268,6 +272,7 @@ int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_s
     return 1;
 }
 
+/* The stream is unusable from here: drop every request and the frame in progress. */
 void cc__tcp_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
 {
     struct cc__tcp_peer *tp = p->priv;

@@ -29,6 +29,7 @@
 #define CC__YIELD_NS     1000000ull /* yield stage: 1 ms */
 #define CC__MIXED_NAP_NS 1000000ull /* longest sleep with both shm and tcp pending */
 
+/* Bad arguments never reach a transport: they are logged and the request is untouched. */
 static cc_status_t check_post(cc__net_t *net, int peer, const void *buf, size_t len, cc__req_t *req,
                               const char *what)
 {
@@ -66,18 +67,29 @@ static struct cc__peer *start_req(cc__net_t *net, cc__req_t *req, int kind, int 
     return p;
 }
 
+/*
+ * The start every posted request shares: arguments, then an abort that came
+ * first. CC_OK to go on; otherwise the request is finished (or was never
+ * started, on bad arguments) and this is the status to return.
+ */
+static cc_status_t post(cc__net_t *net, cc__req_t *req, int kind, int peer, uint32_t tag,
+                        const void *buf, size_t len, struct cc__peer **pp)
+{
+    CC_CHECK(check_post(net, peer, buf, len, req, kind == CC__REQ_SEND ? "isend" : "irecv"));
+    *pp = start_req(net, req, kind, peer, tag, buf, len);
+    int reason = cc__net_aborted(net);
+    if (reason) cc__req_finish(net, req, (cc_status_t)reason);
+    return (cc_status_t)reason;
+}
+
 cc_status_t cc__net_isend(cc__net_t *net, int peer, uint32_t tag, const void *buf, size_t len,
                           cc__req_t *req)
 {
-    CC_CHECK(check_post(net, peer, buf, len, req, "isend"));
-    struct cc__peer *p = start_req(net, req, CC__REQ_SEND, peer, tag, buf, len);
-    int reason = cc__net_aborted(net);
-    if (reason) {
-        cc__req_finish(net, req, (cc_status_t)reason);
-        return (cc_status_t)reason;
-    }
+    struct cc__peer *p;
+    CC_CHECK(post(net, req, CC__REQ_SEND, peer, tag, buf, len, &p));
     if (p->lost) return cc__net_post_lost(net, p, req);
     cc_status_t st = net->tps[p->tp]->isend(net, p, req);
+    /* A transport may finish a send at once, even with an error (no memory). */
     return st != CC_OK ? st : (req->status < 0 ? req->status : CC_OK);
 }
 
@@ -108,13 +120,9 @@ static void recv_held(cc__net_t *net, struct cc__peer *p, cc__req_t *req, cc__ms
 cc_status_t cc__net_irecv(cc__net_t *net, int peer, uint32_t tag, void *buf, size_t len,
                           cc__req_t *req)
 {
-    CC_CHECK(check_post(net, peer, buf, len, req, "irecv"));
-    struct cc__peer *p = start_req(net, req, CC__REQ_RECV, peer, tag, buf, len);
-    int reason = cc__net_aborted(net);
-    if (reason) {
-        cc__req_finish(net, req, (cc_status_t)reason);
-        return (cc_status_t)reason;
-    }
+    struct cc__peer *p;
+    CC_CHECK(post(net, req, CC__REQ_RECV, peer, tag, buf, len, &p));
+    /* Held messages first: a peer lost after sending still delivers what it sent. */
     cc__msg_t *m = cc__net_take_held(p, tag);
     if (m) {
         recv_held(net, p, req, m);
@@ -130,6 +138,7 @@ cc_status_t cc__net_irecv(cc__net_t *net, int peer, uint32_t tag, void *buf, siz
 }
 
 /* One pass over every transport; returns how many things happened. */
+/* Self needs no progress; shm before tcp because its polls cost nothing. */
 static int progress(cc__net_t *net)
 {
     if (cc__net_aborted(net)) return 0;
@@ -178,6 +187,10 @@ static void check_peers(cc__net_t *net, uint64_t now)
 }
 
 /* Block in the right place for what is pending. */
+/*
+ * One futex and one epoll set cannot be waited on together: with both kinds
+ * pending, sleep on the futex in short naps and let progress poll the sockets.
+ */
 static void nap(cc__net_t *net, uint64_t timeout_ns)
 {
     int shm = net->tp_pending[CC__TP_SHM] > 0, tcp = net->tp_pending[CC__TP_TCP] > 0;
