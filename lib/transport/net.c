@@ -16,6 +16,7 @@
  * allgather) return at once without calling the allgather.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,29 @@ static void pick_transports(cc__net_t *net)
     }
 }
 
+/*
+ * Spin only when every local rank can have a CPU of its own. With more ranks
+ * than CPUs (8 ranks on 2 cores) a spinning rank holds the core the sender
+ * it waits for needs: measured here, 2-4x slower rings than not spinning.
+ */
+static void pick_spin(cc__net_t *net)
+{
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    int local = 0;
+    for (int i = 0; i < net->size; i++)
+        local += cc__peer_same_host(&net->info[net->rank], &net->info[i]);
+    if (cc__cfg()->local_size > local) local = (int)cc__cfg()->local_size;
+    net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
+    if (local > ncpu && net->spin_ns) {
+        cc_log_info(CC_SUBSYS_NET,
+                    "net: %d ranks share %d cpus on this host: waiting ranks yield and sleep "
+                    "instead of spinning %lld us",
+                    local, ncpu, (long long)cc__cfg()->wait_spin_us);
+        net->spin_ns = 0;
+    }
+}
+
 /* Every rank's status after a phase; the first failure wins. */
 static cc_status_t exchange_status(cc__net_t *net, const cc__net_config_t *c, cc_status_t mine,
                                    int phase)
@@ -235,6 +259,7 @@ cc_status_t cc__net_create(const cc__net_config_t *config, cc__net_t **out)
                   fail);
     CC_CHECK_GOTO(check_infos(net), st, fail);
     pick_transports(net);
+    pick_spin(net);
     CC_CHECK_GOTO(connect_all(net, config), st, fail);
     cc_log_info(CC_SUBSYS_NET, "net: rank %d of %d connected: %d peers over shm, %d over tcp",
                 net->rank, net->size, net->tp_peers[CC__TP_SHM], net->tp_peers[CC__TP_TCP]);

@@ -144,6 +144,7 @@ struct cc__net {
     int tp_pending[CC__TP_COUNT]; /* unfinished requests by transport */
     uint64_t events;              /* grows whenever a request finishes or moves */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
+    uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
     int abort_done;               /* owner: requests were failed with the reason */
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */

@@ -4,7 +4,9 @@
  * Waiting is three-staged so that ranks which outnumber the cores do not
  * starve each other, yet a message that arrives soon is seen at once:
  *
- *   spin   progress in a tight loop for CCOMM_WAIT_SPIN_US;
+ *   spin   progress in a tight loop for CCOMM_WAIT_SPIN_US (not at all when
+ *          this host has more ranks than CPUs: a spinner would only hold
+ *          a core that the rank it waits for needs);
  *   yield  progress, then sched_yield(), for up to CC__YIELD_NS more;
  *   sleep  block in the transport (futex on this rank's shm mailbox bell,
  *          epoll on the TCP sockets) for at most CCOMM_PEER_CHECK_MS, the
@@ -226,7 +228,7 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
                              int stop_on_error)
 {
     const struct cc__config *cfg = cc__cfg();
-    uint64_t spin_ns = (uint64_t)cfg->wait_spin_us * 1000ull;
+    uint64_t spin_ns = net->spin_ns;
     uint64_t check_ns = (uint64_t)cfg->peer_check_ms * 1000000ull;
     uint64_t now = cc__now_ns(), stage_start = now, seen = net->events;
     if (net->next_check_ns == 0 || net->next_check_ns > now + check_ns)
