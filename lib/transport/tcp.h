@@ -58,6 +58,7 @@ struct cc__tcp_peer {
     char *stage;
     size_t st_beg, st_end; /* valid staged bytes */
     int in_body;           /* a frame's payload is arriving */
+    int drained;           /* the last recv() came back short: the socket is empty */
     uint32_t rx_tag;
     uint64_t rx_len, rx_left;
     cc__req_t *rx_req; /* target: a matched receive, */

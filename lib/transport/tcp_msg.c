@@ -89,8 +89,10 @@ cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
 /* recv() into buf: bytes read, 0 when it would block, -1 when the peer is gone. */
 static ssize_t rd(struct cc__net *net, struct cc__tcp_peer *tp, void *buf, size_t len)
 {
+    if (tp->drained) return 0; /* saves the recv() that would say EAGAIN */
     for (;;) {
         ssize_t n = recv(tp->fd, buf, len, MSG_DONTWAIT);
+        tp->drained = n > 0 && (size_t)n < len;
         if (n > 0) return n;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
@@ -201,6 +203,7 @@ static int rx_body(struct cc__net *net, struct cc__tcp_peer *tp)
 static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     int moved = 0;
+    tp->drained = 0;
     for (int round = 0; round < 64 && !tp->p->lost; round++) {
         int r;
         if (tp->in_body) {
