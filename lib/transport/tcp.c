@@ -92,6 +92,7 @@ static cc_status_t tcp_setup(struct cc__net *net, cc__peer_info_t *mine)
     ts->lfd = -1;
     ts->epfd = -1;
     ts->chunk = cc__cfg()->tcp_chunk_size;
+    ts->rndv = cc__cfg()->tcp_rndv_threshold;
     net->tp_state[CC__TP_TCP] = ts;
     return listen_on(net, ts, mine);
 }
@@ -184,6 +185,7 @@ static void tcp_close(struct cc__net *net)
         struct cc__tcp_peer *tp = &ts->tp[i];
         if (tp->fd >= 0) close(tp->fd);
         free(tp->stage);
+        free(tp->ctrl);
         if (tp->rx_msg && (tp->rx_msg->bound || tp->rx_msg->discard)) cc__msg_free(tp->rx_msg);
         tp->p->priv = NULL;
     }
@@ -204,15 +206,6 @@ static void tcp_describe(struct cc__net *net, struct cc__peer *p, char *buf, siz
         snprintf(buf, len, "%s:%u", in->addr, in->port);
 }
 
-static void tcp_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__msg_t *m)
-{
-    /* TCP holds only BUFFERED messages, which net.c delivers itself. */
-    (void)p;
-    (void)m;
-    cc_log_error(CC_SUBSYS_TCP, "tcp: internal error: held message of kind %d", m->kind);
-    cc__req_finish(net, req, CC_ERR_INTERNAL);
-}
-
 static void tcp_check(struct cc__net *net)
 {
     /* A dead TCP peer shows up as EOF or a reset in progress; nothing to poll here. */
@@ -224,7 +217,7 @@ const cc__transport_t cc__transport_tcp = {
     .setup = tcp_setup,
     .connect = tcp_connect,
     .isend = cc__tcp_isend,
-    .irecv = tcp_irecv,
+    .irecv = cc__tcp_irecv,
     .progress = cc__tcp_progress,
     .sleep = cc__tcp_sleep,
     .check = tcp_check,

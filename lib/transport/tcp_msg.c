@@ -29,22 +29,59 @@ static const char *loss_cause(int err)
 
 /* ---- sending ----------------------------------------------------------------------------- */
 
-/* Write the queue until the socket would block; a frame's header and payload share a sendmsg. */
-static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
+/* The next frame to put on the wire: a verdict first (a sender waits on it), else sq_head. */
+static int next_frame(struct cc__tcp_peer *tp)
+{
+    if (tp->nctrl) {
+        tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, CC__TCP_CTS, tp->ctrl[0].verdict,
+                                            0, tp->ctrl[0].cookie};
+        tp->tx_ctrl = 1;
+        return 1;
+    }
+    cc__req_t *req = tp->sq_head;
+    if (!req) return 0;
+    static const uint16_t type[] = {CC__TCP_MSG, CC__TCP_RTS, CC__TCP_DATA};
+    tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, type[req->priv[1]], req->tag, req->len,
+                                        req->priv[0]};
+    tp->tx_ctrl = 0;
+    return 1;
+}
+
+/* The frame on the wire is out: retire what it carried. */
+static void frame_sent(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    tp->tx_off = 0;
+    if (tp->tx_ctrl) {
+        memmove(tp->ctrl, tp->ctrl + 1, (size_t)--tp->nctrl * sizeof(*tp->ctrl));
+        return;
+    }
+    cc__req_t *req = tp->sq_head;
+    tp->sq_head = req->next;
+    if (!tp->sq_head) tp->sq_tail = NULL;
+    if (tp->tx_hdr.type == CC__TCP_RTS) {
+        req->next = tp->rndv_tx; /* pending until its receiver says GO or DROP */
+        tp->rndv_tx = req;
+    } else {
+        cc__req_finish(net, req, CC_OK);
+    }
+}
+
+/* Write frames until the socket would block; a header and its payload share a sendmsg. */
+int cc__tcp_tx(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     int moved = 0;
     uint64_t chunk = cc__tcp(net)->chunk;
-    cc__req_t *req;
-    while ((req = tp->sq_head) != NULL) {
-        const size_t hl = sizeof(tp->tx_hdr);
-        if (tp->tx_off == 0)
-            tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, req->tag, req->len};
+    const size_t hl = sizeof(tp->tx_hdr);
+    while (tp->tx_off > 0 || next_frame(tp)) {
+        int body = tp->tx_hdr.type == CC__TCP_MSG || tp->tx_hdr.type == CC__TCP_DATA;
+        size_t plen = body ? tp->tx_hdr.len : 0;
         struct iovec iov[2];
         int k = 0;
         if (tp->tx_off < hl)
             iov[k++] = (struct iovec){(char *)&tp->tx_hdr + tp->tx_off, hl - tp->tx_off};
-        size_t poff = tp->tx_off > hl ? tp->tx_off - hl : 0, left = req->len - poff;
-        if (left) iov[k++] = (struct iovec){(char *)req->buf + poff, left < chunk ? left : chunk};
+        size_t poff = tp->tx_off > hl ? tp->tx_off - hl : 0, left = plen - poff;
+        if (left)
+            iov[k++] = (struct iovec){(char *)tp->sq_head->buf + poff, left < chunk ? left : chunk};
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t w = sendmsg(tp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR) continue;
@@ -58,12 +95,8 @@ static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
         }
         moved = 1;
         tp->tx_off += (size_t)w;
-        req->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
-        if (tp->tx_off < hl + req->len) continue;
-        tp->sq_head = req->next;
-        if (!tp->sq_head) tp->sq_tail = NULL;
-        tp->tx_off = 0;
-        cc__req_finish(net, req, CC_OK);
+        if (body) tp->sq_head->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
+        if (tp->tx_off == hl + plen) frame_sent(net, tp);
     }
     cc__tcp_want_out(net, tp, 0);
     return moved;
@@ -72,7 +105,12 @@ static int tx(struct cc__net *net, struct cc__tcp_peer *tp)
 cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *req)
 {
     struct cc__tcp_peer *tp = p->priv;
-    int idle = tp->sq_head == NULL;
+    uint64_t rndv = cc__tcp(net)->rndv;
+    if (rndv && req->len >= rndv) {
+        req->priv[0] = ++tp->next_cookie;
+        req->priv[1] = CC__TCP_MODE_RTS;
+    }
+    int idle = tp->sq_head == NULL && tp->tx_off == 0;
     req->next = NULL;
     if (tp->sq_tail)
         tp->sq_tail->next = req;
@@ -80,7 +118,7 @@ cc_status_t cc__tcp_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
         tp->sq_head = req;
     tp->sq_tail = req;
     /* Nothing ahead of it: try now (small messages usually leave in this call). */
-    if (idle) tx(net, tp);
+    if (idle) cc__tcp_tx(net, tp);
     return CC_OK;
 }
 
@@ -147,33 +185,44 @@ static void end_frame(struct cc__net *net, struct cc__tcp_peer *tp)
     tp->rx_msg = NULL;
 }
 
-/* A header arrived: find the frame's destination. 0, or -1 when the peer was dropped. */
+void cc__tcp_start_body(struct cc__net *net, struct cc__tcp_peer *tp, uint64_t len)
+{
+    tp->rx_len = tp->rx_left = len;
+    tp->in_body = 1;
+    if (len == 0) end_frame(net, tp);
+}
+
+/* A MSG header: its payload goes to the oldest matching receive, or is held aside. */
+static int start_msg(struct cc__net *net, struct cc__tcp_peer *tp, const struct cc__tcp_frame *h)
+{
+    cc__req_t *req = cc__net_match(net, tp->p, h->tag);
+    if (req && req->len == h->len) {
+        tp->rx_req = req;
+    } else if (req) {
+        cc__net_mismatch(net, req, h->len); /* the payload is read and dropped */
+    } else if (!(tp->rx_msg = cc__net_hold(net, tp->p, h->tag, h->len, CC__MSG_BUFFERED))) {
+        cc__tcp_drop(net, tp, "sent a message this rank had no memory to hold", NULL);
+        return -1;
+    }
+    cc__tcp_start_body(net, tp, h->len);
+    return 0;
+}
+
+/* A header arrived; 0, or -1 when the peer was dropped. */
 static int start_frame(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     struct cc__tcp_frame h;
     memcpy(&h, tp->stage + tp->st_beg, sizeof(h));
     tp->st_beg += sizeof(h);
-    if (h.magic != CC__TCP_FRAME_MAGIC || h.len > (1ull << 48)) {
+    if (h.magic != CC__TCP_FRAME_MAGIC || h.type < CC__TCP_MSG || h.type > CC__TCP_DATA ||
+        h.len > (1ull << 48)) {
         cc_log_error(CC_SUBSYS_TCP,
-                     "tcp: malformed frame from rank %d (%s): magic 0x%x, %llu bytes", tp->p->rank,
-                     tp->where, h.magic, (unsigned long long)h.len);
+                     "tcp: malformed frame from rank %d (%s): magic 0x%x type %u, %llu bytes",
+                     tp->p->rank, tp->where, h.magic, h.type, (unsigned long long)h.len);
         cc__tcp_drop(net, tp, "sent a malformed frame", NULL);
         return -1;
     }
-    tp->rx_tag = h.tag;
-    tp->rx_len = tp->rx_left = h.len;
-    tp->in_body = 1;
-    cc__req_t *req = cc__net_match(net, tp->p, h.tag);
-    if (req && req->len == h.len) {
-        tp->rx_req = req;
-    } else if (req) {
-        cc__net_mismatch(net, req, h.len); /* the payload is read and dropped */
-    } else if (!(tp->rx_msg = cc__net_hold(net, tp->p, h.tag, h.len, CC__MSG_BUFFERED))) {
-        cc__tcp_drop(net, tp, "sent a message this rank had no memory to hold", NULL);
-        return -1;
-    }
-    if (h.len == 0) end_frame(net, tp);
-    return 0;
+    return h.type == CC__TCP_MSG ? start_msg(net, tp, &h) : cc__tcp_rndv_frame(net, tp, &h);
 }
 
 /* Payload bytes: staged ones first, large remainders straight into place. */
@@ -237,7 +286,7 @@ int cc__tcp_progress(struct cc__net *net)
         /* Staged bytes left by rx()'s bound: the socket may no longer be readable. */
         if (tp->st_end - tp->st_beg >= (tp->in_body ? 1 : sizeof(struct cc__tcp_frame)))
             moved += rx(net, tp);
-        if (tp->sq_head) moved += tx(net, tp);
+        if (tp->sq_head || tp->nctrl) moved += cc__tcp_tx(net, tp);
     }
     return moved;
 }
@@ -263,8 +312,10 @@ int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_s
         cc__req_t *prev = NULL, *r = tp->sq_head;
         for (; r && r != req; prev = r, r = r->next) {
         }
-        /* Bytes of the head may be on the wire already: too late for it. */
-        if (!r || (r == tp->sq_head && tp->tx_off > 0)) return 0;
+        /* Bytes of the head may be on the wire already, and a DATA was promised: too late.
+         * (Announced rendezvous, on rndv_tx and rndv_rx, cannot be withdrawn either.) */
+        int on_wire = r == tp->sq_head && tp->tx_off > 0 && !tp->tx_ctrl;
+        if (!r || on_wire || r->priv[1] == CC__TCP_MODE_DATA) return 0;
         if (prev)
             prev->next = r->next;
         else
@@ -279,13 +330,17 @@ int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_s
 void cc__tcp_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
 {
     struct cc__tcp_peer *tp = p->priv;
-    while (tp->sq_head) {
-        cc__req_t *r = tp->sq_head;
-        tp->sq_head = r->next;
-        cc__req_finish(net, r, st);
+    cc__req_t **lists[] = {&tp->sq_head, &tp->rndv_tx, &tp->rndv_rx};
+    for (int i = 0; i < 3; i++) {
+        while (*lists[i]) {
+            cc__req_t *r = *lists[i];
+            *lists[i] = r->next;
+            cc__req_finish(net, r, st);
+        }
     }
     tp->sq_tail = NULL;
     tp->tx_off = 0;
+    tp->nctrl = 0;
     if (tp->rx_req) cc__req_finish(net, tp->rx_req, st);
     cc__msg_t *m = tp->rx_msg;
     if (m && m->bound) cc__req_finish(net, m->bound, st);

@@ -26,6 +26,7 @@ struct targ {
     int tcp_from;          /* ranks >= this force tcp (mixed meshes); 0 = none */
     const char *ring;      /* CCOMM_SHM_RING_SIZE for the ranks, or NULL */
     const char *cma;       /* CCOMM_SHM_CMA_THRESHOLD for the ranks, or NULL */
+    const char *tcp_rndv;  /* CCOMM_TCP_RNDV_THRESHOLD for the ranks, or NULL */
     int ns_from;           /* ranks >= this live in the test's network namespace; 0 = none */
 };
 
@@ -47,7 +48,8 @@ static void rank_env(const struct targ *a)
 {
     if (a->ring) setenv("CCOMM_SHM_RING_SIZE", a->ring, 1);
     if (a->cma) setenv("CCOMM_SHM_CMA_THRESHOLD", a->cma, 1);
-    if (a->ring || a->cma) cc__config_reload();
+    if (a->tcp_rndv) setenv("CCOMM_TCP_RNDV_THRESHOLD", a->tcp_rndv, 1);
+    if (a->ring || a->cma || a->tcp_rndv) cc__config_reload();
 }
 
 static int in_ns(const struct targ *a, int rank)
@@ -331,6 +333,22 @@ static void test_in_flight_tcp(void **s)
     run_forked(3, rank_in_flight, &a);
 }
 
+/* Rendezvous from 1 KiB: most messages wait for their receive, verdicts cross data. */
+static void test_in_flight_tcp_rndv(void **s)
+{
+    (void)s;
+    struct targ a = {.transport = "tcp", .tcp_rndv = "1024"};
+    run_forked(3, rank_in_flight, &a);
+}
+
+/* No rendezvous: every large message that arrives first is held aside. */
+static void test_in_flight_tcp_eager(void **s)
+{
+    (void)s;
+    struct targ a = {.transport = "tcp", .tcp_rndv = "0"};
+    run_forked(3, rank_in_flight, &a);
+}
+
 /* Messages of tags 10, 20, 10, 30, 20 arrive first; receives come in another order. */
 static const struct {
     uint32_t tag;
@@ -479,16 +497,28 @@ static void test_self(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shm_2),          cmocka_unit_test(test_shm_3),
-        cmocka_unit_test(test_shm_4),          cmocka_unit_test(test_shm_8),
-        cmocka_unit_test(test_tcp_2),          cmocka_unit_test(test_tcp_3),
-        cmocka_unit_test(test_tcp_4),          cmocka_unit_test(test_tcp_8),
-        cmocka_unit_test(test_mixed_4),        cmocka_unit_test(test_two_hosts_netns),
-        cmocka_unit_test(test_shm_small_ring), cmocka_unit_test(test_shm_no_cma),
-        cmocka_unit_test(test_threads_shm_3),  cmocka_unit_test(test_in_flight_shm),
-        cmocka_unit_test(test_in_flight_tcp),  cmocka_unit_test(test_tag_order_shm),
-        cmocka_unit_test(test_tag_order_tcp),  cmocka_unit_test(test_sendrecv_shm),
-        cmocka_unit_test(test_sendrecv_mixed), cmocka_unit_test(test_self),
+        cmocka_unit_test(test_shm_2),
+        cmocka_unit_test(test_shm_3),
+        cmocka_unit_test(test_shm_4),
+        cmocka_unit_test(test_shm_8),
+        cmocka_unit_test(test_tcp_2),
+        cmocka_unit_test(test_tcp_3),
+        cmocka_unit_test(test_tcp_4),
+        cmocka_unit_test(test_tcp_8),
+        cmocka_unit_test(test_mixed_4),
+        cmocka_unit_test(test_two_hosts_netns),
+        cmocka_unit_test(test_shm_small_ring),
+        cmocka_unit_test(test_shm_no_cma),
+        cmocka_unit_test(test_threads_shm_3),
+        cmocka_unit_test(test_in_flight_shm),
+        cmocka_unit_test(test_in_flight_tcp),
+        cmocka_unit_test(test_in_flight_tcp_rndv),
+        cmocka_unit_test(test_in_flight_tcp_eager),
+        cmocka_unit_test(test_tag_order_shm),
+        cmocka_unit_test(test_tag_order_tcp),
+        cmocka_unit_test(test_sendrecv_shm),
+        cmocka_unit_test(test_sendrecv_mixed),
+        cmocka_unit_test(test_self),
     };
     return cmocka_run_group_tests(tests, tu_setup, tu_teardown);
 }

@@ -88,9 +88,10 @@ static int fake_rank1(void)
     struct {
         struct cc__tcp_frame f;
         char text[6];
-    } __attribute__((packed)) in, out = {{CC__TCP_FRAME_MAGIC, 4, 5}, "pong"};
+    } __attribute__((packed)) in, out = {{CC__TCP_FRAME_MAGIC, CC__TCP_MSG, 4, 5, 0}, "pong"};
     MP_CHECK(read_back(fd, &in, sizeof(in)) == sizeof(in));
-    MP_CHECK(in.f.magic == CC__TCP_FRAME_MAGIC && in.f.tag == 9 && in.f.len == 6);
+    MP_CHECK(in.f.magic == CC__TCP_FRAME_MAGIC && in.f.type == CC__TCP_MSG && in.f.tag == 9 &&
+             in.f.len == 6);
     MP_CHECK(memcmp(in.text, "hello", 6) == 0);
     MP_CHECK(send(fd, &out, sizeof(out.f) + 5, 0) == (ssize_t)(sizeof(out.f) + 5));
     MP_CHECK_ST(mp_barrier(1), CC_OK);
