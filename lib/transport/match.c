@@ -33,13 +33,48 @@ cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)
     return NULL;
 }
 
+/*
+ * Held messages come and go in bursts of one size (a sender ahead of its
+ * receiver): a few freed ones are kept, so the burst does not pay malloc,
+ * free and fresh page faults (glibc trims the heap top) for every message.
+ */
+#define CC__SPARE_BYTES (2u << 20)     /* kept per net, at most */
+#define CC__SPARE_MAX   (256u * 1024u) /* larger buffers are freed */
+
+static cc__msg_t *take_spare(struct cc__net *net, size_t len)
+{
+    for (cc__msg_t **link = &net->spare; *link; link = &(*link)->next) {
+        cc__msg_t *m = *link;
+        if (m->cap < len) continue;
+        *link = m->next;
+        net->spare_bytes -= m->cap;
+        char *data = m->data;
+        size_t cap = m->cap;
+        memset(m, 0, sizeof(*m));
+        m->data = data;
+        m->cap = cap;
+        return m;
+    }
+    return NULL;
+}
+
+static cc__msg_t *new_msg(struct cc__net *net, size_t len, int kind)
+{
+    int buffered = kind == CC__MSG_BUFFERED && len > 0;
+    cc__msg_t *m = buffered ? take_spare(net, len) : NULL;
+    if (m) return m;
+    m = calloc(1, sizeof(*m));
+    if (m && buffered && !(m->data = malloc(len))) {
+        free(m);
+        return NULL;
+    }
+    if (m) m->cap = buffered ? len : 0;
+    return m;
+}
+
 cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, size_t len, int kind)
 {
-    cc__msg_t *m = calloc(1, sizeof(*m));
-    if (m && kind == CC__MSG_BUFFERED && len > 0 && !(m->data = malloc(len))) {
-        free(m);
-        m = NULL;
-    }
+    cc__msg_t *m = new_msg(net, len, kind);
     if (!m) {
         cc_log_error(CC_SUBSYS_NET,
                      "net: no memory to hold a %zu-byte message from rank %d (tag %u) that "
@@ -59,11 +94,28 @@ cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, s
     return m;
 }
 
-void cc__msg_free(cc__msg_t *m)
+void cc__msg_free(struct cc__net *net, cc__msg_t *m)
 {
     if (!m) return;
+    if (m->cap && m->cap <= CC__SPARE_MAX && net->spare_bytes + m->cap <= CC__SPARE_BYTES) {
+        m->next = net->spare;
+        net->spare = m;
+        net->spare_bytes += m->cap;
+        return;
+    }
     free(m->data);
     free(m);
+}
+
+void cc__msg_drop_spares(struct cc__net *net)
+{
+    while (net->spare) {
+        cc__msg_t *m = net->spare;
+        net->spare = m->next;
+        free(m->data);
+        free(m);
+    }
+    net->spare_bytes = 0;
 }
 
 /*
@@ -102,9 +154,9 @@ void cc__net_msg_done(struct cc__net *net, struct cc__peer *p, cc__msg_t *m)
         /* Bound receives were length-checked when they took the message. */
         if (m->len) memcpy(m->bound->buf, m->data, m->len);
         cc__req_finish(net, m->bound, CC_OK);
-        cc__msg_free(m);
+        cc__msg_free(net, m);
     } else if (m->discard) {
-        cc__msg_free(m);
+        cc__msg_free(net, m);
     }
     (void)p;
 }
@@ -145,7 +197,7 @@ static void drop_held(struct cc__net *net, struct cc__peer *p, cc_status_t st, i
         }
         *link = m->next;
         if (m->kind == CC__MSG_SELF_REF) cc__req_finish(net, m->sreq, st);
-        cc__msg_free(m);
+        cc__msg_free(net, m);
     }
 }
 

@@ -280,10 +280,11 @@ void cc__net_destroy(cc__net_t *net)
         cc__msg_t *m = net->peers[i].held_head;
         while (m) {
             cc__msg_t *next = m->next;
-            cc__msg_free(m);
+            cc__msg_free(net, m);
             m = next;
         }
     }
+    cc__msg_drop_spares(net);
     if (net->wake_fd >= 0) close(net->wake_fd);
     free(net->peers);
     free(net->info);

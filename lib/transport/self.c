@@ -71,7 +71,7 @@ static void self_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, 
 {
     (void)p;
     deliver(net, m->sreq, req);
-    cc__msg_free(m);
+    cc__msg_free(net, m);
 }
 
 /* Everything happens when posting: there is nothing to progress or to sleep on. */
@@ -98,7 +98,7 @@ static int self_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, 
         else
             p->held_head = m->next;
         if (p->held_tail == m) p->held_tail = prev;
-        cc__msg_free(m);
+        cc__msg_free(net, m);
         cc__req_finish(net, req, st);
         return 1;
     }

@@ -323,7 +323,7 @@ void cc__shm_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__
 {
     struct cc__shm_peer *sp = p->priv;
     accept_rts(net, sp, req, m->len, m->arg[0], m->arg[1]);
-    cc__msg_free(m);
+    cc__msg_free(net, m);
     tx_doorbell(sp);
 }
 

@@ -186,7 +186,7 @@ static void tcp_close(struct cc__net *net)
         if (tp->fd >= 0) close(tp->fd);
         free(tp->stage);
         free(tp->ctrl);
-        if (tp->rx_msg && (tp->rx_msg->bound || tp->rx_msg->discard)) cc__msg_free(tp->rx_msg);
+        if (tp->rx_msg && (tp->rx_msg->bound || tp->rx_msg->discard)) cc__msg_free(net, tp->rx_msg);
         tp->p->priv = NULL;
     }
     if (ts->lfd >= 0) close(ts->lfd);

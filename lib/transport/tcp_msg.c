@@ -345,7 +345,7 @@ void cc__tcp_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
     cc__msg_t *m = tp->rx_msg;
     if (m && m->bound) cc__req_finish(net, m->bound, st);
     /* Unbound and not discarded, it is still on the held queue, which net.c empties. */
-    if (m && (m->bound || m->discard)) cc__msg_free(m);
+    if (m && (m->bound || m->discard)) cc__msg_free(net, m);
     tp->rx_req = NULL;
     tp->rx_msg = NULL;
     tp->in_body = 0;

@@ -66,7 +66,7 @@ void cc__tcp_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__
 {
     struct cc__tcp_peer *tp = p->priv;
     accept_rts(net, tp, req, m->len, m->arg[0]);
-    cc__msg_free(m);
+    cc__msg_free(net, m);
     cc__tcp_tx(net, tp); /* the sender waits for this verdict: send it now */
 }
 

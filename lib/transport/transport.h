@@ -67,6 +67,7 @@ typedef struct cc__msg {
     int discard;      /* nobody wants it any more: free it once complete */
     cc__req_t *bound; /* a receive matched it before it was complete */
     char *data;       /* BUFFERED: the payload (len bytes) */
+    size_t cap;       /* BUFFERED: bytes allocated at data */
     uint64_t arg[3];  /* the transport's: rendezvous cookie, address, ... */
     cc__req_t *sreq;  /* SELF_REF: the send that holds the payload */
 } cc__msg_t;
@@ -143,6 +144,8 @@ struct cc__net {
     int tp_peers[CC__TP_COUNT];   /* peers reached by each transport */
     int tp_pending[CC__TP_COUNT]; /* unfinished requests by transport */
     uint64_t events;              /* grows whenever a request finishes or moves */
+    cc__msg_t *spare;             /* freed held messages kept for reuse */
+    size_t spare_bytes;           /* their buffers, in bytes */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
     uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
@@ -173,8 +176,10 @@ void cc__net_mismatch(struct cc__net *net, cc__req_t *req, size_t msg_len);
 void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause, cc__req_t *req);
 /* Has the owner thread seen an abort? Fails everything on the first sight. */
 int cc__net_aborted(struct cc__net *net);
-/* Release a held message. */
-void cc__msg_free(cc__msg_t *m);
+/* Release a held message (its buffer may be kept for the next one). */
+void cc__msg_free(struct cc__net *net, cc__msg_t *m);
+/* Free the kept buffers (destroy). */
+void cc__msg_drop_spares(struct cc__net *net);
 /* Take the oldest held message with this tag off p's queue (or NULL). */
 cc__msg_t *cc__net_take_held(struct cc__peer *p, uint32_t tag);
 /* A request posted to a peer already lost: fail it (logging the loss once). */

@@ -105,7 +105,7 @@ static void recv_held(cc__net_t *net, struct cc__peer *p, cc__req_t *req, cc__ms
     if (m->len != req->len) {
         cc__net_mismatch(net, req, m->len);
         if (m->complete)
-            cc__msg_free(m);
+            cc__msg_free(net, m);
         else
             m->discard = 1; /* the transport still fills it, then frees it */
         return;
@@ -115,7 +115,7 @@ static void recv_held(cc__net_t *net, struct cc__peer *p, cc__req_t *req, cc__ms
         return;
     }
     if (m->len) memcpy(req->buf, m->data, m->len);
-    cc__msg_free(m);
+    cc__msg_free(net, m);
     cc__req_finish(net, req, CC_OK);
 }
 
