@@ -95,8 +95,10 @@ struct cc__tcp_peer {
 struct cc__tcp_state {
     int lfd; /* listener; closed after creation */
     int epfd;
-    uint64_t chunk; /* CCOMM_TCP_CHUNK_SIZE */
-    uint64_t rndv;  /* CCOMM_TCP_RNDV_THRESHOLD (0: never) */
+    uint64_t chunk;            /* CCOMM_TCP_CHUNK_SIZE */
+    uint64_t rndv;             /* CCOMM_TCP_RNDV_THRESHOLD (0: never) */
+    struct epoll_event ev[64]; /* events a sleep returned, for the next progress */
+    int nev;
     struct cc__tcp_peer *tp;
     int ntp;
 };

@@ -272,12 +272,14 @@ static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
 int cc__tcp_progress(struct cc__net *net)
 {
     struct cc__tcp_state *ts = cc__tcp(net);
-    struct epoll_event ev[64];
     int moved = 0;
-    int n = epoll_wait(ts->epfd, ev, 64, 0);
+    /* A sleep that just returned already said which sockets are ready. */
+    int n = ts->nev ? ts->nev : epoll_wait(ts->epfd, ts->ev, 64, 0);
+    ts->nev = 0;
     for (int i = 0; i < n; i++) {
-        struct cc__tcp_peer *tp = ev[i].data.ptr;
-        if (tp && !tp->p->lost && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        struct cc__tcp_peer *tp = ts->ev[i].data.ptr;
+        uint32_t e = ts->ev[i].events;
+        if (tp && !tp->p->lost && (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
             moved += rx(net, tp);
     }
     for (int i = 0; i < ts->ntp; i++) {
@@ -293,11 +295,11 @@ int cc__tcp_progress(struct cc__net *net)
 
 void cc__tcp_sleep(struct cc__net *net, uint64_t timeout_ns)
 {
-    struct epoll_event ev[4];
+    struct cc__tcp_state *st = cc__tcp(net);
     struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ull),
                           .tv_nsec = (long)(timeout_ns % 1000000000ull)};
-    /* Events are left for progress to collect (level-triggered). */
-    epoll_pwait2(cc__tcp(net)->epfd, ev, 4, &ts, NULL);
+    int n = epoll_pwait2(st->epfd, st->ev, 64, &ts, NULL);
+    st->nev = n > 0 ? n : 0; /* progress takes them from here, without a second epoll_wait */
 }
 
 int cc__tcp_cancel(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_status_t st)

@@ -13,7 +13,9 @@
  *          time left to the deadline, and 1 ms when both shm and tcp
  *          requests are pending (one of them is then polled, not slept on).
  *
- * Any progress sends the loop back to spinning. Liveness of the peers that
+ * When only TCP requests are pending the loop skips spin and yield and
+ * sleeps in epoll at once (see wait_loop). Any progress sends the loop back
+ * to spinning. Liveness of the peers that
  * pending requests involve is checked every CCOMM_PEER_CHECK_MS whatever the
  * stage, so a dead peer fails its requests within about that time.
  */
@@ -246,9 +248,13 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
             continue;
         }
         uint64_t idle = now - stage_start;
-        if (idle < spin_ns) {
+        /* Only TCP pending: block in epoll at once. The kernel delivers TCP data in softirq
+         * context, which a spinning or yielding rank delays (measured: 25 us one way
+         * without, 100-150 us with a 50 us spin). */
+        int poll_stages = net->tp_pending[CC__TP_SHM] > 0 || net->tp_pending[CC__TP_TCP] == 0;
+        if (poll_stages && idle < spin_ns) {
             cc__cpu_relax();
-        } else if (idle < spin_ns + CC__YIELD_NS) {
+        } else if (poll_stages && idle < spin_ns + CC__YIELD_NS) {
             sched_yield();
         } else {
             uint64_t t = net->next_check_ns > now ? net->next_check_ns - now : 0;
