@@ -304,3 +304,36 @@ cc_status_t cc__net_cancel(cc__net_t *net, cc__req_t *req, cc_status_t status)
     if (net->tps[p->tp]->cancel && net->tps[p->tp]->cancel(net, p, req, status)) return CC_OK;
     return CC_ERR_BUSY;
 }
+
+int cc__verdicts_push(struct cc__verdicts *q, uint64_t cookie, uint32_t verdict)
+{
+    if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 16;
+        struct cc__verdict *v = realloc(q->v, (size_t)cap * sizeof(*v));
+        if (!v) return -1;
+        q->v = v;
+        q->cap = cap;
+    }
+    q->v[q->n].cookie = cookie;
+    q->v[q->n++].verdict = verdict;
+    return 0;
+}
+
+void cc__verdicts_pop(struct cc__verdicts *q, int k)
+{
+    memmove(q->v, q->v + k, (size_t)(q->n - k) * sizeof(*q->v));
+    q->n -= k;
+}
+
+/* Rendezvous lists are short (the messages in flight with one peer): a linear search. */
+cc__req_t *cc__req_take_cookie(cc__req_t **list, uint64_t cookie)
+{
+    for (cc__req_t **link = list; *link; link = &(*link)->next) {
+        cc__req_t *r = *link;
+        if (r->priv[0] != cookie) continue;
+        *link = r->next;
+        r->next = NULL;
+        return r;
+    }
+    return NULL;
+}

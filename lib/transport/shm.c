@@ -274,7 +274,7 @@ static void shm_close(struct cc__net *net)
         struct cc__shm_peer *sp = &st->sp[i];
         munmap(sp->their, sp->their_len);
         if (sp->pidfd >= 0) close(sp->pidfd);
-        free(sp->ctrl);
+        free(sp->fins.v);
         if (sp->p) sp->p->priv = NULL;
     }
     if (st->path[0]) unlink(st->path);

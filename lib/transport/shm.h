@@ -80,12 +80,6 @@ enum {
     CC__FIN_DROP,     /* the receiver does not want it (length mismatch): complete */
 };
 
-/* A verdict waiting for ring space. */
-struct cc__shm_ctrl {
-    uint64_t cookie;
-    uint32_t verdict;
-};
-
 /* This rank's view of one local peer. */
 struct cc__shm_peer {
     struct cc__peer *p;
@@ -111,9 +105,8 @@ struct cc__shm_peer {
     cc__req_t *rndv_tx;           /* sends whose RTS went out, awaiting FIN (priv[0]: cookie) */
     cc__req_t *rndv_rx;           /* receives fed by DATA records (priv[0]: cookie) */
     uint64_t next_cookie;
-    struct cc__shm_ctrl *ctrl; /* verdicts waiting for ring space */
-    int nctrl, cap_ctrl;
-    int cma_refused; /* process_vm_readv was refused: stream instead */
+    struct cc__verdicts fins; /* verdicts waiting for ring space */
+    int cma_refused;          /* process_vm_readv was refused: stream instead */
 };
 
 /* The transport's net-wide state. */

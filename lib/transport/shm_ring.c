@@ -182,34 +182,23 @@ static int tx_fin(struct cc__shm_peer *sp, uint64_t cookie, uint32_t verdict)
 static void send_fin(struct cc__net *net, struct cc__shm_peer *sp, uint64_t cookie,
                      uint32_t verdict)
 {
-    if (sp->nctrl == 0 && tx_fin(sp, cookie, verdict)) return;
-    if (sp->nctrl == sp->cap_ctrl) {
-        int cap = sp->cap_ctrl ? 2 * sp->cap_ctrl : 16;
-        struct cc__shm_ctrl *c = realloc(sp->ctrl, (size_t)cap * sizeof(*c));
-        if (!c) {
-            cc__net_peer_lost(net, sp->p, "could not be answered (no memory for a verdict)", NULL);
-            return;
-        }
-        sp->ctrl = c;
-        sp->cap_ctrl = cap;
-    }
-    sp->ctrl[sp->nctrl].cookie = cookie;
-    sp->ctrl[sp->nctrl++].verdict = verdict;
+    if (sp->fins.n == 0 && tx_fin(sp, cookie, verdict)) return;
+    if (cc__verdicts_push(&sp->fins, cookie, verdict) != 0)
+        cc__net_peer_lost(net, sp->p, "could not be answered (no memory for a verdict)", NULL);
 }
 
 /* Write what the queue allows: verdicts first, then sends in order. */
 static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
 {
     int n = 0, k = 0;
-    while (k < sp->nctrl && tx_fin(sp, sp->ctrl[k].cookie, sp->ctrl[k].verdict))
+    while (k < sp->fins.n && tx_fin(sp, sp->fins.v[k].cookie, sp->fins.v[k].verdict))
         k++;
     if (k) {
-        memmove(sp->ctrl, sp->ctrl + k, (size_t)(sp->nctrl - k) * sizeof(*sp->ctrl));
-        sp->nctrl -= k;
+        cc__verdicts_pop(&sp->fins, k);
         n += k;
     }
     /* Sends wait while verdicts do: a peer blocked on our FIN must not starve behind them. */
-    while (sp->nctrl == 0 && sp->sq_head) {
+    while (sp->fins.n == 0 && sp->sq_head) {
         cc__req_t *req = sp->sq_head, *next = req->next;
         size_t before = req->done;
         int mode = (int)req->priv[1];
@@ -224,7 +213,7 @@ static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
         if (!next) sp->sq_tail = NULL;
         n++;
     }
-    tx_wait_flag(sp, sp->nctrl > 0 || sp->sq_head != NULL);
+    tx_wait_flag(sp, sp->fins.n > 0 || sp->sq_head != NULL);
     return n;
 }
 
@@ -235,7 +224,7 @@ cc_status_t cc__shm_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
     int eager = req->len <= eager_max && (!net->cma_threshold || req->len < net->cma_threshold);
     req->priv[1] = eager ? MODE_EAGER : MODE_RTS;
     /* Fast path: nothing queued ahead of it, room in the ring. */
-    if (!sp->sq_head && !sp->nctrl && (eager ? tx_eager(net, sp, req) : tx_rts(sp, req))) {
+    if (!sp->sq_head && !sp->fins.n && (eager ? tx_eager(net, sp, req) : tx_rts(sp, req))) {
         tx_doorbell(sp);
         return CC_OK;
     }
@@ -327,19 +316,6 @@ void cc__shm_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__
     tx_doorbell(sp);
 }
 
-/* Unlink the request with this cookie from a rendezvous list. */
-static cc__req_t *take_cookie(cc__req_t **list, uint64_t cookie)
-{
-    for (cc__req_t **link = list; *link; link = &(*link)->next) {
-        cc__req_t *r = *link;
-        if (r->priv[0] != cookie) continue;
-        *link = r->next;
-        r->next = NULL;
-        return r;
-    }
-    return NULL;
-}
-
 static int rx_eager(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_rec *rec,
                     uint64_t pos)
 {
@@ -384,7 +360,7 @@ static int rx_rts(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_r
 
 static int rx_fin(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_rec *rec)
 {
-    cc__req_t *req = take_cookie(&sp->rndv_tx, rec->cookie);
+    cc__req_t *req = cc__req_take_cookie(&sp->rndv_tx, rec->cookie);
     if (!req) {
         cc_log_warn(CC_SUBSYS_SHM, "shm: verdict %u from rank %d for unknown rendezvous %llu",
                     rec->tag, sp->p->rank, (unsigned long long)rec->cookie);
@@ -422,7 +398,7 @@ static int rx_data(struct cc__net *net, struct cc__shm_peer *sp, struct cc__shm_
              rec->len);
     req->done += rec->len;
     if (req->done == req->len) {
-        take_cookie(&sp->rndv_rx, rec->cookie);
+        cc__req_take_cookie(&sp->rndv_rx, rec->cookie);
         cc__req_finish(net, req, CC_OK);
     }
     return 1;
@@ -496,7 +472,7 @@ int cc__shm_progress(struct cc__net *net)
         struct cc__shm_peer *sp = &st->sp[i];
         if (sp->p->lost) continue;
         n += rx_ring(net, sp);
-        if (sp->sq_head || sp->nctrl) n += tx_queue(net, sp);
+        if (sp->sq_head || sp->fins.n) n += tx_queue(net, sp);
         tx_doorbell(sp);
     }
     return n;
@@ -537,5 +513,5 @@ void cc__shm_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
     sp->sq_tail = NULL;
     fail_list(net, &sp->rndv_tx, st);
     fail_list(net, &sp->rndv_rx, st);
-    sp->nctrl = 0;
+    sp->fins.n = 0;
 }

@@ -185,7 +185,7 @@ static void tcp_close(struct cc__net *net)
         struct cc__tcp_peer *tp = &ts->tp[i];
         if (tp->fd >= 0) close(tp->fd);
         free(tp->stage);
-        free(tp->ctrl);
+        free(tp->cts.v);
         if (tp->rx_msg && (tp->rx_msg->bound || tp->rx_msg->discard)) cc__msg_free(net, tp->rx_msg);
         tp->p->priv = NULL;
     }

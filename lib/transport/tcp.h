@@ -61,12 +61,6 @@ enum { CC__TCP_GO = 1, CC__TCP_DROP };
 /* What a send puts on the wire next (its priv[1]). */
 enum { CC__TCP_MODE_MSG = 0, CC__TCP_MODE_RTS, CC__TCP_MODE_DATA };
 
-/* A verdict waiting for its turn on the wire. */
-struct cc__tcp_ctrl {
-    uint64_t cookie;
-    uint32_t verdict;
-};
-
 struct cc__tcp_peer {
     struct cc__peer *p;
     int fd;
@@ -77,10 +71,9 @@ struct cc__tcp_peer {
     size_t tx_off;               /* bytes of that frame (header + payload) written */
     int tx_ctrl;                 /* the frame on the wire is a verdict, not sq_head */
     int want_out;                /* EPOLLOUT is armed */
-    struct cc__tcp_ctrl *ctrl;   /* verdicts to send, oldest first */
-    int nctrl, cap_ctrl;
-    cc__req_t *rndv_tx; /* sends whose RTS went out, awaiting CTS (priv[0]: cookie) */
-    cc__req_t *rndv_rx; /* receives that said GO, awaiting DATA (priv[0]: cookie) */
+    struct cc__verdicts cts;     /* verdicts to send, oldest first */
+    cc__req_t *rndv_tx;          /* sends whose RTS went out, awaiting CTS (priv[0]: cookie) */
+    cc__req_t *rndv_rx;          /* receives that said GO, awaiting DATA (priv[0]: cookie) */
     uint64_t next_cookie;
     /* Receiving: staged bytes, then the frame being filled. */
     char *stage;
@@ -118,7 +111,6 @@ void cc__tcp_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__
 int cc__tcp_rndv_frame(struct cc__net *net, struct cc__tcp_peer *tp, const struct cc__tcp_frame *h);
 void cc__tcp_verdict(struct cc__net *net, struct cc__tcp_peer *tp, uint64_t cookie,
                      uint32_t verdict);
-cc__req_t *cc__tcp_take_cookie(cc__req_t **list, uint64_t cookie);
 /* tcp_msg.c */
 int cc__tcp_tx(struct cc__net *net, struct cc__tcp_peer *tp);
 void cc__tcp_start_body(struct cc__net *net, struct cc__tcp_peer *tp, uint64_t len);

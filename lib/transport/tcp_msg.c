@@ -32,9 +32,9 @@ static const char *loss_cause(int err)
 /* The next frame to put on the wire: a verdict first (a sender waits on it), else sq_head. */
 static int next_frame(struct cc__tcp_peer *tp)
 {
-    if (tp->nctrl) {
-        tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, CC__TCP_CTS, tp->ctrl[0].verdict,
-                                            0, tp->ctrl[0].cookie};
+    if (tp->cts.n) {
+        tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, CC__TCP_CTS, tp->cts.v[0].verdict,
+                                            0, tp->cts.v[0].cookie};
         tp->tx_ctrl = 1;
         return 1;
     }
@@ -52,7 +52,7 @@ static void frame_sent(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     tp->tx_off = 0;
     if (tp->tx_ctrl) {
-        memmove(tp->ctrl, tp->ctrl + 1, (size_t)--tp->nctrl * sizeof(*tp->ctrl));
+        cc__verdicts_pop(&tp->cts, 1);
         return;
     }
     cc__req_t *req = tp->sq_head;
@@ -288,7 +288,7 @@ int cc__tcp_progress(struct cc__net *net)
         /* Staged bytes left by rx()'s bound: the socket may no longer be readable. */
         if (tp->st_end - tp->st_beg >= (tp->in_body ? 1 : sizeof(struct cc__tcp_frame)))
             moved += rx(net, tp);
-        if (tp->sq_head || tp->nctrl) moved += cc__tcp_tx(net, tp);
+        if (tp->sq_head || tp->cts.n) moved += cc__tcp_tx(net, tp);
     }
     return moved;
 }
@@ -342,7 +342,7 @@ void cc__tcp_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st)
     }
     tp->sq_tail = NULL;
     tp->tx_off = 0;
-    tp->nctrl = 0;
+    tp->cts.n = 0;
     if (tp->rx_req) cc__req_finish(net, tp->rx_req, st);
     cc__msg_t *m = tp->rx_msg;
     if (m && m->bound) cc__req_finish(net, m->bound, st);

@@ -17,34 +17,12 @@
 #include "log.h"
 #include "tcp.h"
 
-cc__req_t *cc__tcp_take_cookie(cc__req_t **list, uint64_t cookie)
-{
-    for (cc__req_t **link = list; *link; link = &(*link)->next) {
-        cc__req_t *r = *link;
-        if (r->priv[0] != cookie) continue;
-        *link = r->next;
-        r->next = NULL;
-        return r;
-    }
-    return NULL;
-}
-
 /* Queue a verdict; it goes out before the next queued send (allocation: rare, small). */
 void cc__tcp_verdict(struct cc__net *net, struct cc__tcp_peer *tp, uint64_t cookie,
                      uint32_t verdict)
 {
-    if (tp->nctrl == tp->cap_ctrl) {
-        int cap = tp->cap_ctrl ? 2 * tp->cap_ctrl : 16;
-        struct cc__tcp_ctrl *c = realloc(tp->ctrl, (size_t)cap * sizeof(*c));
-        if (!c) {
-            cc__tcp_drop(net, tp, "could not be answered (no memory for a verdict)", NULL);
-            return;
-        }
-        tp->ctrl = c;
-        tp->cap_ctrl = cap;
-    }
-    tp->ctrl[tp->nctrl].cookie = cookie;
-    tp->ctrl[tp->nctrl++].verdict = verdict;
+    if (cc__verdicts_push(&tp->cts, cookie, verdict) != 0)
+        cc__tcp_drop(net, tp, "could not be answered (no memory for a verdict)", NULL);
 }
 
 /* A receive meets an RTS: say GO (and wait for DATA by cookie), or DROP on a mismatch. */
@@ -98,7 +76,7 @@ int cc__tcp_rndv_frame(struct cc__net *net, struct cc__tcp_peer *tp, const struc
         m->arg[0] = h->cookie;
         return 0;
     case CC__TCP_CTS:
-        if (!(req = cc__tcp_take_cookie(&tp->rndv_tx, h->cookie)))
+        if (!(req = cc__req_take_cookie(&tp->rndv_tx, h->cookie)))
             return protocol_error(net, tp, "verdict", h->cookie);
         if (h->tag != CC__TCP_GO) {
             cc__req_finish(net, req, CC_OK); /* delivered, and refused by its receive */
@@ -113,7 +91,7 @@ int cc__tcp_rndv_frame(struct cc__net *net, struct cc__tcp_peer *tp, const struc
         tp->sq_tail = req;
         return 0;
     default: /* DATA */
-        req = cc__tcp_take_cookie(&tp->rndv_rx, h->cookie);
+        req = cc__req_take_cookie(&tp->rndv_rx, h->cookie);
         if (!req || req->len != h->len) return protocol_error(net, tp, "data", h->cookie);
         tp->rx_req = req;
         cc__tcp_start_body(net, tp, h->len);

@@ -26,6 +26,15 @@
 /* Transports, by index into the net's tables. */
 enum { CC__TP_SELF = 0, CC__TP_SHM, CC__TP_TCP, CC__TP_COUNT };
 
+/* Rendezvous verdicts waiting for their turn on the wire, oldest first (shm, tcp). */
+struct cc__verdicts {
+    struct cc__verdict {
+        uint64_t cookie;
+        uint32_t verdict;
+    } * v;
+    int n, cap;
+};
+
 /* Request kinds (cc__req_t.kind). */
 enum { CC__REQ_NONE = 0, CC__REQ_SEND = 1, CC__REQ_RECV = 2 };
 
@@ -178,6 +187,12 @@ void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *caus
 int cc__net_aborted(struct cc__net *net);
 /* Release a held message (its buffer may be kept for the next one). */
 void cc__msg_free(struct cc__net *net, cc__msg_t *m);
+/* Queue a verdict (allocation: rare, small); -1 when out of memory. */
+int cc__verdicts_push(struct cc__verdicts *q, uint64_t cookie, uint32_t verdict);
+/* Forget the k oldest (they were sent). */
+void cc__verdicts_pop(struct cc__verdicts *q, int k);
+/* Unlink the request whose priv[0] is `cookie` from a rendezvous list (or NULL). */
+cc__req_t *cc__req_take_cookie(cc__req_t **list, uint64_t cookie);
 /* Free the kept buffers (destroy). */
 void cc__msg_drop_spares(struct cc__net *net);
 /* Take the oldest held message with this tag off p's queue (or NULL). */
