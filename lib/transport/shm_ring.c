@@ -271,11 +271,14 @@ static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *r
         return 1;
     }
     if (e == EPERM || e == EACCES || e == ENOSYS) {
+        static atomic_int logged; /* once per process: every peer would say the same */
         sp->cma_refused = 1;
-        cc_log_info(CC_SUBSYS_SHM,
-                    "shm: process_vm_readv from rank %d (pid %d) refused: %s; large messages from "
-                    "it are copied through the ring",
-                    sp->p->rank, sp->pid, strerror(e));
+        if (!atomic_exchange(&logged, 1))
+            cc_log_info(
+                CC_SUBSYS_SHM,
+                "shm: process_vm_readv from rank %d (pid %d) refused: %s; large messages from "
+                "it (and from any other peer that refuses) are copied through the ring",
+                sp->p->rank, sp->pid, strerror(e));
         return 0;
     }
     if (e == ESRCH) {
