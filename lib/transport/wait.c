@@ -190,10 +190,10 @@ static void check_peers(cc__net_t *net, uint64_t now)
         if (net->tp_pending[tp] && net->tps[tp]->check) net->tps[tp]->check(net);
 }
 
-/* Block in the right place for what is pending. */
 /*
- * One futex and one epoll set cannot be waited on together: with both kinds
- * pending, sleep on the futex in short naps and let progress poll the sockets.
+ * Block in the right place for what is pending. One futex and one epoll set
+ * cannot be waited on together: with both kinds pending, sleep on the futex
+ * in short naps and let progress poll the sockets.
  */
 static void nap(cc__net_t *net, uint64_t timeout_ns)
 {
