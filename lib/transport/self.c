@@ -67,6 +67,7 @@ static cc_status_t self_isend(struct cc__net *net, struct cc__peer *p, cc__req_t
     return CC_OK;
 }
 
+/* A receive took a send held by reference: one copy, and both finish. */
 static void self_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__msg_t *m)
 {
     (void)p;

@@ -108,6 +108,8 @@ static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
         return CC_ERR_SYSTEM;
     }
     struct cc__shm_mbox *mb = map;
+    /* Peers map the file only after the status exchange that follows this phase, so the
+     * header needs no ordering of its own. */
     mb->magic = CC__SHM_MAGIC;
     mb->version = CC__SHM_VERSION;
     mb->nslots = (uint32_t)nslots;
@@ -173,6 +175,7 @@ static cc_status_t map_peer(struct cc__net *net, struct cc__shm_state *st, int l
     sp->rx_ctl = (struct cc__shm_ctl *)rx;
     sp->rx_ring = rx + CC__SHM_PAGE;
     sp->rx_mask = st->ring_size - 1;
+    /* Opened while the peer is known alive (it just took part in the exchange): no pid reuse. */
     sp->pidfd = cc__peer_pidfd(pid);
     sp->p->priv = sp;
     return CC_OK;

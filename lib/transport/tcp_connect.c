@@ -152,10 +152,13 @@ static const char *hello_problem(struct mesh *m, const struct cc__tcp_hello *h,
         return "not a ccomm hello";
     if (h->comm_id != net->comm_id) return "another communicator";
     if (h->to != net->rank || h->size != net->size) return "wrong rank or size";
+    /* The nonce travelled only through the (authenticated) allgather: a port scan cannot know it.
+     */
     if (h->token != net->info[net->rank].nonce) return "wrong token";
     for (int i = 0; i < m->ts->ntp; i++) {
         struct cc__tcp_peer *t = &m->ts->tp[i];
         if (t->p->rank != h->from) continue;
+        /* Lower ranks are ours to call; a second hello for a linked rank is a replay. */
         if (h->from < net->rank || t->fd >= 0) return "duplicate or unexpected rank";
         *tp = t;
         return NULL;
@@ -220,7 +223,8 @@ static void accept_all(struct mesh *m)
     }
 }
 
-/* One poll round over the listener and every pending link. */
+/* One poll round over the listener and every pending link; the arrays are rebuilt each round
+ * because links come and go (accepted, identified, retried). */
 static cc_status_t poll_round(struct mesh *m, struct pollfd *pf, struct link **pl, int timeout_ms)
 {
     int n = 0;
