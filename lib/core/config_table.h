@@ -57,8 +57,16 @@
     X(SHM_DIR, shm_dir, STR, "/dev/shm", "Directory of shared-memory segments.", 0)                \
     X(SHM_RING_SIZE, shm_ring_size, SIZE, "1M",                                                    \
       "Bytes of each shared-memory ring between two ranks (one per direction).", 0)                \
+    X(SHM_CMA_THRESHOLD, shm_cma_threshold, SIZE, "64K",                                           \
+      "Messages of at least this many bytes between ranks on one host are read straight from the " \
+      "sender's memory (process_vm_readv, one copy); 0 turns that off (copies through the ring).", \
+      0)                                                                                           \
     X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
       "Largest piece of a message written to a TCP socket at once.", 0)                            \
+    X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "64K",                                         \
+      "TCP messages of at least this many bytes wait for their receive before their payload is "    \
+      "sent (one round trip, no copy held aside); 0: never.",                                      \
+      0)                                                                                           \
     X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \
       "Microseconds a waiting rank polls before it starts yielding the CPU, then sleeping.", 0)    \
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \

@@ -66,7 +66,8 @@ typedef struct cc__net_config {
 /* Connect to every peer. Collective over the communicator's ranks. */
 cc_status_t cc__net_create(const cc__net_config_t *config, cc__net_t **out);
 
-/* Close connections and unmap segments. Not collective; NULL ignored. */
+/* Close connections and unmap segments. Not collective; NULL ignored.
+ * Pending requests are not finished: abort first if anyone may wait on them. */
 void cc__net_destroy(cc__net_t *net);
 
 /*
@@ -92,10 +93,23 @@ cc_status_t cc__net_test(cc__net_t *net, cc__req_t *req, int *done);
  * Progress until all n requests finish, the deadline (CLOCK_MONOTONIC ns,
  * UINT64_MAX = none) passes, or the net is aborted. Returns CC_OK, or the
  * first failed request's status, CC_ERR_TIMEOUT, or the abort reason.
+ * On CC_ERR_TIMEOUT the requests are still pending (see cc__net_cancel).
  */
 cc_status_t cc__net_wait(cc__net_t *net, cc__req_t *const *reqs, int n, uint64_t deadline_ns);
 
-/* Blocking conveniences over isend/irecv/wait. */
+/*
+ * Withdraw a request the wire has not touched yet (a receive not matched, a
+ * send not started): it finishes with `status` and its buffer is free again.
+ * Returns CC_OK when withdrawn (or already finished), CC_ERR_BUSY when some
+ * of its bytes are in flight (wait for it, or abort the net), or
+ * CC_ERR_INVALID_ARG. (Added by the transport; the blocking calls below use
+ * it when their deadline passes.)
+ */
+cc_status_t cc__net_cancel(cc__net_t *net, cc__req_t *req, cc_status_t status);
+
+/* Blocking conveniences over isend/irecv/wait. At the deadline they withdraw
+ * their requests; one already in flight makes them abort the net
+ * (CC_ERR_TIMEOUT), so no buffer is used after they return. */
 cc_status_t cc__net_send(cc__net_t *net, int peer, uint32_t tag, const void *buf, size_t len,
                          uint64_t deadline_ns);
 cc_status_t cc__net_recv(cc__net_t *net, int peer, uint32_t tag, void *buf, size_t len,

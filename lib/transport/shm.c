@@ -1,0 +1,310 @@
+/*
+ * shm.c - the shared-memory transport: mailboxes, sleeping, liveness.
+ *
+ * Creation (phases of cc__net_create, each followed by a status exchange):
+ *   0. create this rank's mailbox file (O_EXCL, mode 0600) sized for its
+ *      local peers, reserve its pages, map it;
+ *   1. map every local peer's mailbox, check its header, open a pidfd on
+ *      the peer;
+ *   2. unlink this rank's mailbox file. Every peer has it mapped by now, so
+ *      nothing is left in CCOMM_SHM_DIR once creation returns, whatever
+ *      happens to the processes afterwards.
+ * The window between 0 and 2 is the only time a crash leaves a file; the
+ * file name carries the pid, so a stale one is recognised and replaced.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "shm.h"
+
+_Static_assert(sizeof(struct cc__shm_mbox) == 3 * CC__SHM_LINE, "mailbox header layout");
+_Static_assert(sizeof(struct cc__shm_ctl) == 2 * CC__SHM_LINE, "ring control layout");
+_Static_assert(sizeof(struct cc__shm_rec) == CC__SHM_REC_HDR, "record header layout");
+
+/* The pid in the name tells a stale file (a crashed run with the same job id) from ours. */
+static int mbox_path(struct cc__net *net, int rank, int pid, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s/ccomm-%s-%016llx-r%d-%d", cc__cfg()->shm_dir, net->job,
+                     (unsigned long long)net->comm_id, rank, pid);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* A peer's slot in a mailbox of `owner`: local index, skipping the owner's own. */
+static int slot_of(int local_src, int local_owner)
+{
+    return local_src < local_owner ? local_src : local_src - 1;
+}
+
+/* shm publishes nothing of its own: pid and host identity are in every blob. */
+static cc_status_t shm_setup(struct cc__net *net, cc__peer_info_t *mine)
+{
+    (void)net;
+    (void)mine;
+    return CC_OK;
+}
+
+/* The local ranks (shm peers and this one), in rank order. */
+/* Every local rank computes the same list (same blobs, same rule), so slot numbers agree. */
+static cc_status_t find_local(struct cc__net *net, struct cc__shm_state *st)
+{
+    st->local = calloc((size_t)net->tp_peers[CC__TP_SHM] + 1, sizeof(int));
+    st->sp = calloc((size_t)net->tp_peers[CC__TP_SHM] + 1, sizeof(*st->sp));
+    if (!st->local || !st->sp) return CC_ERR_NO_MEMORY;
+    for (int i = 0; i < net->size; i++) {
+        if (i == net->rank) st->my_local = st->nlocal;
+        if (i == net->rank || net->peers[i].tp == CC__TP_SHM) st->local[st->nlocal++] = i;
+    }
+    st->ring_size = cc__cfg()->shm_ring_size;
+    return CC_OK;
+}
+
+static cc_status_t open_mailbox_file(const char *path, int *fd)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (*fd >= 0) return CC_OK;
+        if (errno != EEXIST || attempt) break;
+        /* Same job, communicator, rank and pid: a crashed earlier run's leftover. */
+        cc_log_warn(CC_SUBSYS_SHM, "shm: removing stale segment %s", path);
+        unlink(path);
+    }
+    cc_log_error(CC_SUBSYS_SHM, "shm: cannot create segment %s: %s (CCOMM_SHM_DIR)", path,
+                 strerror(errno));
+    return CC_ERR_SYSTEM;
+}
+
+/* Phase 0: this rank's mailbox. */
+static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
+{
+    size_t nslots = (size_t)st->nlocal - 1, stride = CC__SHM_PAGE + st->ring_size;
+    size_t len = CC__SHM_PAGE + nslots * stride;
+    int fd;
+    if (mbox_path(net, net->rank, (int)getpid(), st->path, sizeof(st->path)) != 0) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: segment path under \"%s\" is too long",
+                     cc__cfg()->shm_dir);
+        st->path[0] = '\0';
+        return CC_ERR_INVALID_ARG;
+    }
+    CC_CHECK(open_mailbox_file(st->path, &fd));
+    /* Reserve the pages now: a full tmpfs must fail here, not as SIGBUS mid-message. */
+    int e = ftruncate(fd, (off_t)len) != 0 ? errno : posix_fallocate(fd, 0, (off_t)len);
+    void *map = MAP_FAILED;
+    if (e == 0 || e == EOPNOTSUPP || e == EINVAL)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED && e == 0) e = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of %s: %s", len, st->path,
+                     strerror(e));
+        return CC_ERR_SYSTEM;
+    }
+    struct cc__shm_mbox *mb = map;
+    /* Peers map the file only after the status exchange that follows this phase, so the
+     * header needs no ordering of its own. */
+    mb->magic = CC__SHM_MAGIC;
+    mb->version = CC__SHM_VERSION;
+    mb->nslots = (uint32_t)nslots;
+    mb->ring_size = st->ring_size;
+    mb->slot_stride = stride;
+    mb->comm_id = net->comm_id;
+    mb->owner_rank = net->rank;
+    mb->owner_pid = (int32_t)getpid();
+    st->mine = mb;
+    st->mine_len = len;
+    return CC_OK;
+}
+
+/* A mailbox is ours only if every static field agrees with the blob of its owner. */
+static int header_ok(struct cc__net *net, struct cc__shm_state *st, const struct cc__shm_mbox *mb,
+                     size_t len, int rank)
+{
+    uint64_t ring = mb->ring_size;
+    return mb->magic == CC__SHM_MAGIC && mb->version == CC__SHM_VERSION &&
+           mb->comm_id == net->comm_id && mb->owner_rank == rank &&
+           mb->owner_pid == net->info[rank].pid && (int)mb->nslots == st->nlocal - 1 &&
+           ring >= 4096 && (ring & (ring - 1)) == 0 && mb->slot_stride == CC__SHM_PAGE + ring &&
+           len == CC__SHM_PAGE + (size_t)mb->nslots * mb->slot_stride;
+}
+
+/* Phase 1: map one local peer's mailbox and wire both rings. */
+static cc_status_t map_peer(struct cc__net *net, struct cc__shm_state *st, int local_idx)
+{
+    int rank = st->local[local_idx], pid = net->info[rank].pid;
+    struct cc__shm_peer *sp = &st->sp[st->nsp];
+    char path[512];
+    struct stat sb;
+    if (mbox_path(net, rank, pid, path, sizeof(path)) != 0) return CC_ERR_INVALID_ARG;
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    void *map = MAP_FAILED;
+    if (fd >= 0 && fstat(fd, &sb) == 0)
+        map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    if (map == MAP_FAILED) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: cannot map rank %d's segment %s: %s", rank, path,
+                     strerror(e));
+        return CC_ERR_SYSTEM;
+    }
+    sp->their = map;
+    sp->their_len = (size_t)sb.st_size;
+    sp->pidfd = -1;
+    st->nsp++; /* from here on close() unmaps it */
+    if (!header_ok(net, st, sp->their, sp->their_len, rank)) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: segment %s of rank %d (pid %d) has a foreign header",
+                     path, rank, pid);
+        return CC_ERR_PROTOCOL;
+    }
+    char *tx = (char *)sp->their + CC__SHM_PAGE +
+               (size_t)slot_of(st->my_local, local_idx) * sp->their->slot_stride;
+    char *rx = (char *)st->mine + CC__SHM_PAGE +
+               (size_t)slot_of(local_idx, st->my_local) * st->mine->slot_stride;
+    sp->p = &net->peers[rank];
+    sp->pid = pid;
+    sp->tx_ctl = (struct cc__shm_ctl *)tx;
+    sp->tx_ring = tx + CC__SHM_PAGE;
+    sp->tx_mask = sp->their->ring_size - 1;
+    sp->rx_ctl = (struct cc__shm_ctl *)rx;
+    sp->rx_ring = rx + CC__SHM_PAGE;
+    sp->rx_mask = st->ring_size - 1;
+    /* Opened while the peer is known alive (it just took part in the exchange): no pid reuse. */
+    sp->pidfd = cc__peer_pidfd(pid);
+    sp->p->priv = sp;
+    return CC_OK;
+}
+
+static cc_status_t shm_connect(struct cc__net *net, int phase)
+{
+    struct cc__shm_state *st = cc__shm(net);
+    if (phase == 0) {
+        st = calloc(1, sizeof(*st));
+        if (!st) return CC_ERR_NO_MEMORY;
+        net->tp_state[CC__TP_SHM] = st;
+        CC_CHECK(find_local(net, st));
+        return st->nlocal > 1 ? create_mailbox(net, st) : CC_OK;
+    }
+    if (phase == 1) {
+        for (int i = 0; i < st->nlocal; i++)
+            if (i != st->my_local) CC_CHECK(map_peer(net, st, i));
+        return CC_OK;
+    }
+    if (st->path[0] && unlink(st->path) != 0)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot unlink %s: %s", st->path, strerror(errno));
+    st->path[0] = '\0';
+    return CC_OK;
+}
+
+/* The caller made its change visible and fenced; a sleeper then sees the new bell value. */
+void cc__shm_ring_bell(struct cc__shm_mbox *mb, int always)
+{
+    if (!always && !atomic_load_explicit(&mb->sleeping, memory_order_relaxed)) return;
+    atomic_fetch_add(&mb->bell, 1);
+    cc__futex_wake(&mb->bell);
+}
+
+/* Anything the sleeper would wake for, checked after it announced itself asleep. */
+int cc__shm_ready(struct cc__net *net)
+{
+    struct cc__shm_state *st = cc__shm(net);
+    if (atomic_load(&net->abort_reason)) return 1;
+    for (int i = 0; i < st->nsp; i++) {
+        struct cc__shm_peer *sp = &st->sp[i];
+        if (sp->p->lost) continue;
+        struct cc__shm_rec *rec = (struct cc__shm_rec *)(sp->rx_ring + (sp->tail & sp->rx_mask));
+        if (atomic_load_explicit(&rec->seq, memory_order_acquire) == sp->tail + 1) return 1;
+        if (sp->tx_waiting && atomic_load(&sp->tx_ctl->tail) != sp->tail_seen) return 1;
+        if (sp->p->pending && atomic_load(&sp->their->closed)) return 1;
+    }
+    return 0;
+}
+
+/* Read bell before checking: a ring after the check changes it, and FUTEX_WAIT returns. */
+static void shm_sleep(struct cc__net *net, uint64_t timeout_ns)
+{
+    struct cc__shm_mbox *mb = cc__shm(net)->mine;
+    uint32_t bell = atomic_load(&mb->bell);
+    atomic_store(&mb->sleeping, 1);
+    cc__fence();
+    if (!cc__shm_ready(net)) cc__futex_wait(&mb->bell, bell, timeout_ns);
+    atomic_store(&mb->sleeping, 0);
+}
+
+/* Peers that closed their side or died: take what they left, then fail the rest. */
+static void shm_check(struct cc__net *net)
+{
+    struct cc__shm_state *st = cc__shm(net);
+    for (int i = 0; i < st->nsp; i++) {
+        struct cc__shm_peer *sp = &st->sp[i];
+        if (sp->p->lost || !sp->p->pending) continue;
+        const char *cause = NULL;
+        if (atomic_load(&sp->their->closed))
+            cause = "closed its side (aborted or destroyed its communicator)";
+        else if (cc__peer_dead(sp->pidfd, sp->pid))
+            cause = "died";
+        if (!cause) continue;
+        cc__shm_drain(net, sp);
+        cc__net_peer_lost(net, sp->p, cause, NULL);
+    }
+}
+
+/* Any thread: mark this side closed and wake everyone who might wait on it. */
+static void shm_abort(struct cc__net *net)
+{
+    struct cc__shm_state *st = cc__shm(net);
+    if (!st->mine) return;
+    atomic_store(&st->mine->closed, 1);
+    cc__fence();
+    for (int i = 0; i < st->nsp; i++)
+        cc__shm_ring_bell(st->sp[i].their, 1);
+    cc__shm_ring_bell(st->mine, 1);
+}
+
+/* Mappings stay valid in peers after unlink and unmap: tmpfs pages live while mapped. */
+static void shm_close(struct cc__net *net)
+{
+    struct cc__shm_state *st = cc__shm(net);
+    /* Peers still waiting on this rank learn it is gone (PEER_LOST, not a timeout). */
+    shm_abort(net);
+    for (int i = 0; i < st->nsp; i++) {
+        struct cc__shm_peer *sp = &st->sp[i];
+        munmap(sp->their, sp->their_len);
+        if (sp->pidfd >= 0) close(sp->pidfd);
+        free(sp->fins.v);
+        if (sp->p) sp->p->priv = NULL;
+    }
+    if (st->path[0]) unlink(st->path);
+    if (st->mine) munmap(st->mine, st->mine_len);
+    free(st->sp);
+    free(st->local);
+    free(st);
+    net->tp_state[CC__TP_SHM] = NULL;
+}
+
+static void shm_describe(struct cc__net *net, struct cc__peer *p, char *buf, size_t len)
+{
+    snprintf(buf, len, "pid %d", net->info[p->rank].pid);
+}
+
+const cc__transport_t cc__transport_shm = {
+    .name = "shm",
+    .setup = shm_setup,
+    .connect = shm_connect,
+    .isend = cc__shm_isend,
+    .irecv = cc__shm_irecv,
+    .progress = cc__shm_progress,
+    .sleep = shm_sleep,
+    .check = shm_check,
+    .cancel = cc__shm_cancel,
+    .fail = cc__shm_fail,
+    .abort = shm_abort,
+    .close = shm_close,
+    .describe = shm_describe,
+};

@@ -1,0 +1,229 @@
+/*
+ * tcp.c - the TCP transport: listener, creation phases, teardown, abort.
+ *
+ * Creation: setup() opens a listener on an ephemeral port of the configured
+ * address (published in the blob); phase 0 builds the mesh (tcp_connect.c);
+ * phase 1 closes the listener, so nobody can connect later, and puts every
+ * socket plus the net's wake eventfd into one epoll set, which progress
+ * polls without blocking and sleep() blocks on.
+ *
+ * Sockets get TCP_NODELAY (small messages go out at once) and 4 MiB send
+ * and receive buffers, set before connect/listen so the window scale
+ * allows them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "tcp.h"
+
+#define CC__TCP_SOCKBUF (4 << 20)
+
+/* Options every socket of ours gets (before connect or listen). */
+void cc__tcp_sockopts(int fd)
+{
+    int one = 1, buf = CC__TCP_SOCKBUF;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+/* Parse a numeric IPv4/IPv6 address with a port into a sockaddr. */
+int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *len = sizeof(*v4);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*v6);
+        return 0;
+    }
+    return -1;
+}
+
+/* The listener exists before the blob exchange, so the blob can carry its port. */
+static cc_status_t listen_on(struct cc__net *net, struct cc__tcp_state *ts, cc__peer_info_t *mine)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (cc__tcp_sockaddr(net->listen_addr, 0, &ss, &sl) != 0) {
+        cc_log_error(CC_SUBSYS_TCP,
+                     "tcp: socket address \"%s\" is not a numeric IPv4 or IPv6 address "
+                     "(CCOMM_SOCKET_ADDR)",
+                     net->listen_addr);
+        return CC_ERR_INVALID_ARG;
+    }
+    ts->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (ts->lfd >= 0) cc__tcp_sockopts(ts->lfd);
+    if (ts->lfd < 0 || bind(ts->lfd, (struct sockaddr *)&ss, sl) != 0 ||
+        listen(ts->lfd, SOMAXCONN) != 0 || getsockname(ts->lfd, (struct sockaddr *)&ss, &sl) != 0) {
+        cc_log_error(CC_SUBSYS_TCP, "tcp: cannot listen on %s: %s", net->listen_addr,
+                     strerror(errno));
+        return errno == EADDRINUSE ? CC_ERR_BUSY : CC_ERR_SYSTEM;
+    }
+    mine->family = ss.ss_family;
+    mine->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                               : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    /* A numeric address that parsed is at most 45 characters long. */
+    memcpy(mine->addr, net->listen_addr, sizeof(mine->addr) - 1);
+    return CC_OK;
+}
+
+static cc_status_t tcp_setup(struct cc__net *net, cc__peer_info_t *mine)
+{
+    struct cc__tcp_state *ts = calloc(1, sizeof(*ts));
+    if (!ts) return CC_ERR_NO_MEMORY;
+    ts->lfd = -1;
+    ts->epfd = -1;
+    ts->chunk = cc__cfg()->tcp_chunk_size;
+    ts->rndv = cc__cfg()->tcp_rndv_threshold;
+    net->tp_state[CC__TP_TCP] = ts;
+    return listen_on(net, ts, mine);
+}
+
+/* The TCP peers, in rank order, each with its staging buffer. */
+static cc_status_t make_peers(struct cc__net *net, struct cc__tcp_state *ts)
+{
+    ts->tp = calloc((size_t)net->tp_peers[CC__TP_TCP] + 1, sizeof(*ts->tp));
+    if (!ts->tp) return CC_ERR_NO_MEMORY;
+    for (int i = 0; i < net->size; i++) {
+        if (net->peers[i].tp != CC__TP_TCP) continue;
+        struct cc__tcp_peer *tp = &ts->tp[ts->ntp++];
+        tp->p = &net->peers[i];
+        tp->fd = -1;
+        const cc__peer_info_t *in = &net->info[i];
+        snprintf(tp->where, sizeof(tp->where), in->family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+                 in->addr, in->port);
+        if (!(tp->stage = malloc(CC__TCP_STAGE))) return CC_ERR_NO_MEMORY;
+    }
+    return CC_OK;
+}
+
+/* Phase 1: no more strangers; one epoll set for progress and sleep. */
+static cc_status_t arm_epoll(struct cc__net *net, struct cc__tcp_state *ts)
+{
+    if (ts->lfd >= 0) close(ts->lfd);
+    ts->lfd = -1;
+    if (ts->ntp == 0) return CC_OK;
+    ts->epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    int bad = ts->epfd < 0 || epoll_ctl(ts->epfd, EPOLL_CTL_ADD, net->wake_fd, &ev) != 0;
+    for (int i = 0; i < ts->ntp && !bad; i++) {
+        struct cc__tcp_peer *tp = &ts->tp[i];
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.ptr = tp;
+        bad = epoll_ctl(ts->epfd, EPOLL_CTL_ADD, tp->fd, &ev) != 0;
+        tp->p->priv = tp;
+    }
+    if (bad) {
+        cc_log_error(CC_SUBSYS_TCP, "tcp: epoll setup failed: %s", strerror(errno));
+        return CC_ERR_SYSTEM;
+    }
+    return CC_OK;
+}
+
+static cc_status_t tcp_connect(struct cc__net *net, int phase)
+{
+    struct cc__tcp_state *ts = cc__tcp(net);
+    if (!ts) return net->tp_peers[CC__TP_TCP] ? CC_ERR_INTERNAL : CC_OK;
+    if (phase == 0) {
+        CC_CHECK(make_peers(net, ts));
+        return ts->ntp ? cc__tcp_mesh(net, ts) : CC_OK;
+    }
+    return phase == 1 ? arm_epoll(net, ts) : CC_OK;
+}
+
+/* EPOLLOUT only while a send waits: armed all the time it would wake every sleep at once. */
+void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on)
+{
+    if (tp->want_out == on || tp->fd < 0) return;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), .data.ptr = tp};
+    tp->want_out = on;
+    epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_MOD, tp->fd, &ev);
+}
+
+/*
+ * The connection is gone. The socket stays open (only leaves the epoll set)
+ * until the net is destroyed, so an abort from another thread can never
+ * shut down a reused descriptor.
+ */
+void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause, cc__req_t *req)
+{
+    if (!tp->p->lost && tp->fd >= 0) epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_DEL, tp->fd, NULL);
+    cc__net_peer_lost(net, tp->p, cause, req);
+}
+
+/* Any thread: the peers see EOF at once and fail their requests with PEER_LOST. */
+static void tcp_abort(struct cc__net *net)
+{
+    struct cc__tcp_state *ts = cc__tcp(net);
+    for (int i = 0; i < ts->ntp; i++)
+        if (ts->tp[i].fd >= 0) shutdown(ts->tp[i].fd, SHUT_RDWR);
+}
+
+/* Held messages still linked on the net's queues are net.c's to free. */
+static void tcp_close(struct cc__net *net)
+{
+    struct cc__tcp_state *ts = cc__tcp(net);
+    for (int i = 0; i < ts->ntp; i++) {
+        struct cc__tcp_peer *tp = &ts->tp[i];
+        if (tp->fd >= 0) close(tp->fd);
+        free(tp->stage);
+        free(tp->cts.v);
+        if (tp->rx_msg && (tp->rx_msg->bound || tp->rx_msg->discard)) cc__msg_free(net, tp->rx_msg);
+        tp->p->priv = NULL;
+    }
+    if (ts->lfd >= 0) close(ts->lfd);
+    if (ts->epfd >= 0) close(ts->epfd);
+    free(ts->tp);
+    free(ts);
+    net->tp_state[CC__TP_TCP] = NULL;
+}
+
+static void tcp_describe(struct cc__net *net, struct cc__peer *p, char *buf, size_t len)
+{
+    struct cc__tcp_peer *tp = p->priv;
+    const cc__peer_info_t *in = &net->info[p->rank];
+    if (tp)
+        snprintf(buf, len, "%s", tp->where);
+    else
+        snprintf(buf, len, "%s:%u", in->addr, in->port);
+}
+
+static void tcp_check(struct cc__net *net)
+{
+    /* A dead TCP peer shows up as EOF or a reset in progress; nothing to poll here. */
+    (void)net;
+}
+
+const cc__transport_t cc__transport_tcp = {
+    .name = "tcp",
+    .setup = tcp_setup,
+    .connect = tcp_connect,
+    .isend = cc__tcp_isend,
+    .irecv = cc__tcp_irecv,
+    .progress = cc__tcp_progress,
+    .sleep = cc__tcp_sleep,
+    .check = tcp_check,
+    .cancel = cc__tcp_cancel,
+    .fail = cc__tcp_fail,
+    .abort = tcp_abort,
+    .close = tcp_close,
+    .describe = tcp_describe,
+};

@@ -1,0 +1,246 @@
+/*
+ * transport.h - what net.c shares with the transports (self, shm, tcp).
+ *
+ * A net (struct cc__net) is the mesh of one communicator: one struct
+ * cc__peer per rank, each reached by exactly one transport. net.c owns the
+ * parts every transport needs the same way: the posted receives and the
+ * messages held aside (tag matching), request completion, failure of a
+ * peer, abort, and the wait loop. A transport is a table of function
+ * pointers (NCCL's ncclTransport): it moves the bytes of ordered messages
+ * between two ranks and calls back into net.c when a message header arrives
+ * (cc__net_match / cc__net_hold) and when a request finishes
+ * (cc__req_finish).
+ *
+ * Everything here runs on the net's owner thread, except the fields marked
+ * "any thread" which cc__net_abort touches.
+ */
+#ifndef CC_TRANSPORT_TRANSPORT_H
+#define CC_TRANSPORT_TRANSPORT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net.h"
+
+/* Transports, by index into the net's tables. */
+enum { CC__TP_SELF = 0, CC__TP_SHM, CC__TP_TCP, CC__TP_COUNT };
+
+/* Rendezvous verdicts waiting for their turn on the wire, oldest first (shm, tcp). */
+struct cc__verdicts {
+    struct cc__verdict {
+        uint64_t cookie;
+        uint32_t verdict;
+    } * v;
+    int n, cap;
+};
+
+/* Request kinds (cc__req_t.kind). */
+enum { CC__REQ_NONE = 0, CC__REQ_SEND = 1, CC__REQ_RECV = 2 };
+
+/*
+ * The blob every rank publishes through the config's allgather. Fixed size
+ * and layout on every rank (same build); validated on arrival.
+ */
+typedef struct cc__peer_info {
+    uint32_t magic;   /* CC__PEER_INFO_MAGIC */
+    uint32_t version; /* CC__PEER_INFO_VERSION */
+    int32_t rank;
+    int32_t size;
+    int32_t pid;
+    int32_t status; /* this rank's setup status so far (CC_OK or an error) */
+    uint64_t comm_id;
+    uint64_t nonce;   /* random; a TCP peer proves it saw this blob */
+    uint64_t netns;   /* inode of /proc/self/ns/net */
+    uint64_t pidns;   /* inode of /proc/self/ns/pid (pids and CMA need the same one) */
+    uint32_t flags;   /* CC__INFO_* */
+    uint16_t port;    /* TCP listen port, host order; 0 = no listener */
+    uint16_t family;  /* AF_INET or AF_INET6 */
+    char addr[48];    /* numeric IP of the listener */
+    char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
+    char host[64];    /* gethostname() */
+} cc__peer_info_t;
+
+#define CC__PEER_INFO_MAGIC   0x4343504eu /* "CCPN" */
+#define CC__PEER_INFO_VERSION 1u
+#define CC__INFO_FORCE_TCP    0x1u /* this rank's transport is "tcp" */
+
+/* A message held aside: it arrived before a receive matched it. */
+typedef struct cc__msg {
+    struct cc__msg *next;
+    uint32_t tag;
+    int kind;         /* CC__MSG_* */
+    size_t len;       /* the message's length */
+    size_t got;       /* BUFFERED: bytes arrived so far */
+    int complete;     /* BUFFERED: all bytes are in data */
+    int discard;      /* nobody wants it any more: free it once complete */
+    cc__req_t *bound; /* a receive matched it before it was complete */
+    char *data;       /* BUFFERED: the payload (len bytes) */
+    size_t cap;       /* BUFFERED: bytes allocated at data */
+    uint64_t arg[3];  /* the transport's: rendezvous cookie, address, ... */
+    cc__req_t *sreq;  /* SELF_REF: the send that holds the payload */
+} cc__msg_t;
+
+enum {
+    CC__MSG_BUFFERED = 1, /* payload copied into data as it arrives */
+    CC__MSG_RNDV,         /* payload still at the sender (shm rendezvous) */
+    CC__MSG_SELF_REF,     /* a send to self, payload still in sreq->buf */
+};
+
+/* One rank as seen from this one. */
+struct cc__peer {
+    int rank;
+    int tp;                           /* CC__TP_* that reaches it */
+    void *priv;                       /* the transport's per-peer state */
+    cc__req_t *rq_head, *rq_tail;     /* posted receives not yet matched, oldest first */
+    cc__msg_t *held_head, *held_tail; /* messages not yet matched, oldest first */
+    int pending;                      /* requests to or from it not yet finished */
+    cc_status_t lost;                 /* 0, or why every request with it fails */
+    int lost_logged;                  /* the loss was logged (once) */
+    char lost_cause[96];              /* "died", "closed the connection", ... */
+};
+
+struct cc__net;
+
+typedef struct cc__transport {
+    const char *name;
+    /* Create-time, before the blob exchange: fill this rank's part (listen). */
+    cc_status_t (*setup)(struct cc__net *net, cc__peer_info_t *mine);
+    /*
+     * Create-time, after the exchange, in phases 0, 1, 2 separated by a
+     * status allgather (so a phase may rely on every rank having finished the
+     * previous one, e.g. "every segment exists" before mapping it).
+     */
+    cc_status_t (*connect)(struct cc__net *net, int phase);
+    /* Queue a send to p (net.c checked the arguments); may finish it at once. */
+    cc_status_t (*isend)(struct cc__net *net, struct cc__peer *p, cc__req_t *req);
+    /* Receive the held message m (RNDV or SELF_REF kinds) into req. */
+    void (*irecv)(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__msg_t *m);
+    /* Move bytes once, without blocking; returns how many things happened. */
+    int (*progress)(struct cc__net *net);
+    /* Block until something may have happened or timeout_ns passed. */
+    void (*sleep)(struct cc__net *net, uint64_t timeout_ns);
+    /* Liveness: mark peers that died or closed their side (cc__net_peer_lost). */
+    void (*check)(struct cc__net *net);
+    /* Withdraw a send the wire has not seen yet: 1 done, 0 too late. */
+    int (*cancel)(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc_status_t st);
+    /* Finish with `st` every request of p that the transport holds. */
+    void (*fail)(struct cc__net *net, struct cc__peer *p, cc_status_t st);
+    /* Any thread: tell the peers this rank is gone, wake the local waiter. */
+    void (*abort)(struct cc__net *net);
+    /* Release everything (the net is being destroyed). */
+    void (*close)(struct cc__net *net);
+    /* "pid 1234" or "10.0.0.4:29500", for log lines. */
+    void (*describe)(struct cc__net *net, struct cc__peer *p, char *buf, size_t len);
+} cc__transport_t;
+
+extern const cc__transport_t cc__transport_self;
+extern const cc__transport_t cc__transport_shm;
+extern const cc__transport_t cc__transport_tcp;
+
+struct cc__net {
+    int rank;
+    int size;
+    uint64_t comm_id;
+    char job[48]; /* job id made safe for file names */
+    int64_t connect_timeout_ms;
+    char listen_addr[64];   /* numeric IP the TCP listener binds (creation only) */
+    uint64_t cma_threshold; /* CCOMM_SHM_CMA_THRESHOLD (0 = off) */
+    struct cc__peer *peers; /* size entries, by rank */
+    cc__peer_info_t *info;  /* every rank's blob, by rank */
+    const cc__transport_t *tps[CC__TP_COUNT];
+    void *tp_state[CC__TP_COUNT]; /* each transport's net-wide state */
+    int tp_peers[CC__TP_COUNT];   /* peers reached by each transport */
+    int tp_pending[CC__TP_COUNT]; /* unfinished requests by transport */
+    uint64_t events;              /* grows whenever a request finishes or moves */
+    cc__msg_t *spare;             /* freed held messages kept for reuse */
+    size_t spare_bytes;           /* their buffers, in bytes */
+    uint64_t next_check_ns;       /* when the wait loop next checks liveness */
+    uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
+    _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
+    int abort_done;               /* owner: requests were failed with the reason */
+    int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */
+    int first_fail_kind;          /* kind and tag of the first request failed since reset, */
+    uint32_t first_fail_tag;      /* so a loss is logged with what this rank waited for */
+};
+
+/* ---- net.c / match.c services for the transports ---------------------------------------- */
+
+/* The oldest posted receive from p with this tag, taken off the queue (or NULL). */
+cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag);
+/* Hold a new message aside; BUFFERED allocates len bytes. NULL: out of memory (logged). */
+cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, size_t len,
+                        int kind);
+/* A BUFFERED message got its last byte: deliver it if a receive is bound to it. */
+void cc__net_msg_done(struct cc__net *net, struct cc__peer *p, cc__msg_t *m);
+/* Finish a request with st (CC_OK or an error). */
+void cc__req_finish(struct cc__net *net, cc__req_t *req, cc_status_t st);
+/* A matched message whose length differs from the receive: log both, fail req. */
+void cc__net_mismatch(struct cc__net *net, cc__req_t *req, size_t msg_len);
+/*
+ * p is gone: fail everything with it, `req` (the request that found out, may
+ * be NULL and is not queued anywhere) first; logged once with the cause and
+ * what this rank waited for.
+ */
+void cc__net_peer_lost(struct cc__net *net, struct cc__peer *p, const char *cause, cc__req_t *req);
+/* Has the owner thread seen an abort? Fails everything on the first sight. */
+int cc__net_aborted(struct cc__net *net);
+/* Release a held message (its buffer may be kept for the next one). */
+void cc__msg_free(struct cc__net *net, cc__msg_t *m);
+/* Queue a verdict (allocation: rare, small); -1 when out of memory. */
+int cc__verdicts_push(struct cc__verdicts *q, uint64_t cookie, uint32_t verdict);
+/* Forget the k oldest (they were sent). */
+void cc__verdicts_pop(struct cc__verdicts *q, int k);
+/* Unlink the request whose priv[0] is `cookie` from a rendezvous list (or NULL). */
+cc__req_t *cc__req_take_cookie(cc__req_t **list, uint64_t cookie);
+/* Free the kept buffers (destroy). */
+void cc__msg_drop_spares(struct cc__net *net);
+/* Take the oldest held message with this tag off p's queue (or NULL). */
+cc__msg_t *cc__net_take_held(struct cc__peer *p, uint32_t tag);
+/* A request posted to a peer already lost: fail it (logging the loss once). */
+cc_status_t cc__net_post_lost(struct cc__net *net, struct cc__peer *p, cc__req_t *req);
+
+/* ---- peer.c ----------------------------------------------------------------------------- */
+
+/* Fill the host identity, pid, namespaces and nonce of a blob. */
+cc_status_t cc__peer_identity(cc__peer_info_t *info);
+/* Same host as far as shared memory is concerned (hostname, boot, netns, pidns). */
+int cc__peer_same_host(const cc__peer_info_t *a, const cc__peer_info_t *b);
+/* pidfd for a peer process (-1 when the kernel has none; logged at info). */
+int cc__peer_pidfd(int pid);
+/* 1 when the process behind pidfd (or pid, when pidfd < 0) has exited (zombies too). */
+int cc__peer_dead(int pidfd, int pid);
+/* futex helpers on a shared (not process-private) word. */
+void cc__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+void cc__futex_wake(_Atomic uint32_t *word);
+
+/*
+ * The full barrier of the sleep/wake handshakes (store; barrier; load on both
+ * sides). TSan does not model fences; under it a seq_cst read-modify-write
+ * stands in, which is also a full barrier on x86 and ARM. Data itself is
+ * always published with release/acquire pairs, which TSan does see.
+ */
+#if defined(__SANITIZE_THREAD__)
+extern _Atomic int cc__fence_word;
+static inline void cc__fence(void)
+{
+    atomic_fetch_add(&cc__fence_word, 0);
+}
+#else
+static inline void cc__fence(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+}
+#endif
+
+/* A conservative pause for spin loops. */
+static inline void cc__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+#endif /* CC_TRANSPORT_TRANSPORT_H */
