@@ -7,7 +7,7 @@
  * LD_PRELOADed. Attaching hands the plugin the hook calls it subscribes
  * with (most events come from the PRE, START, POST and ABORT chains) and
  * takes back a table for the few places below the door that have no hook:
- * transport chunks and the dump path. Those places call the emit macros at
+ * transport messages and the dump path. Those places call the emit macros at
  * the end of this file. (A timeout needs no site: every timed-out op ends
  * in cc__comm_fail, whose ABORT chain the plugin hears.)
  *
@@ -25,7 +25,7 @@
 
 #include "ccomm/hooks.h"
 
-/* Direction of a transfer chunk (the xfer_dir enum in the trace). */
+/* Direction of a transport message (the xfer_dir enum in the trace). */
 enum cc__lttng_dir {
     CC__LTTNG_SEND = 0,
     CC__LTTNG_RECV = 1,
@@ -105,10 +105,12 @@ void cc__lttng_unload(void);
 /*
  * Emit sites below the door. Arguments are evaluated only when recorded.
  *   cc__lttng_xfer_begin(comm_id, dir, peer, tag, bytes, transport)
- *       a chunk of `bytes` starts moving to (CC__LTTNG_SEND) or from
- *       (CC__LTTNG_RECV) `peer` over `transport` ("shm", "tcp", static string)
+ *       a message of `bytes` is posted to (CC__LTTNG_SEND) or from
+ *       (CC__LTTNG_RECV) `peer` over `transport` ("self", "shm", "tcp":
+ *       a static string); lib/transport/wait.c, start_req
  *   cc__lttng_xfer_end(comm_id, dir, peer, tag, bytes, transport, status)
- *       the chunk moved (status CC_OK) or failed
+ *       it finished: status CC_OK, or the failure; `bytes` moved;
+ *       lib/transport/match.c, cc__req_finish (every request ends there once)
  *   cc__lttng_recorder_dump(reason, path, status)
  *       a flight recorder dump to `path` was written (CC_OK) or failed;
  *       `reason` says why it was asked for, in words

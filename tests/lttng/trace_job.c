@@ -40,8 +40,9 @@ static void on_post(const cc_op_info_t *op, void *user)
 /* Attach tracing and our own POST hook before the world exists, so that
  * both see its COMM_INIT. The core attaches the provider itself at world
  * init; calling the loader first makes this test independent of that. */
-static int begin(int rank)
+static int begin(int rank, const char *dir)
 {
+    g_dir = dir;
     memset(&g_me, 0, sizeof(g_me));
     g_me.pid = (long)getpid();
     CC_TEST_REQUIRE(cc__lttng_load() == 1, "rank %d: the provider did not attach", rank);
@@ -92,8 +93,7 @@ static int ring(cc_comm_t *c, int rank, int size)
 
 static int job_rank(int rank, int size, const char *addr, void *arg)
 {
-    (void)arg;
-    if (begin(rank)) return 1;
+    if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL, *half = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
     g_me.world_id = cc_comm_id(world);
@@ -121,8 +121,7 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
 /* Rank 0's allreduce waits for rank 1, which stays silent past the deadline. */
 static int hang_rank(int rank, int size, const char *addr, void *arg)
 {
-    (void)arg;
-    if (begin(rank)) return 1;
+    if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
     g_me.world_id = cc_comm_id(world);
@@ -199,8 +198,7 @@ static int run(const char *dir, const char *provider, const char *tag, int n, cc
     snprintf(env[2], sizeof(env[2]), "CCOMM_RECORDER_DIR=%s/rec", dir);
     snprintf(env[3], sizeof(env[3]), "CCOMM_DUMP_DIR=%s/dumps", dir);
     const char *const vars[] = {env[0], env[1], env[2], env[3], NULL};
-    g_dir = dir;
-    int bad = cc_test_fork_ranks(n, fn, NULL, 60, vars, NULL);
+    int bad = cc_test_fork_ranks(n, fn, (void *)dir, 60, vars, NULL);
     for (int r = 0; r < n && !bad; r++)
         if (read_rank(dir, tag, r, &out[r]) != 0) bad++;
     return bad;
