@@ -337,16 +337,74 @@ static void expect_coll(const tr_event_t *q, const char *type, uint64_t comm, ui
     EXPECT_FIELD(q, "peer", "-1");
 }
 
+/* A send contributes its elements (count), a receive receives them (out_count). */
 static void expect_p2p(const tr_event_t *q, const char *type, uint64_t comm, int peer)
 {
+    int send = !strcmp(type, "send");
     EXPECT_FIELD(q, "type", type);
     expect_u64(q, "comm_id", comm);
     expect_u64(q, "coll_seq", 0);
     expect_u64(q, "p2p_seq", 1);
     expect_u64(q, "peer", (uint64_t)peer);
-    EXPECT_FIELD(q, "count", "256");
+    EXPECT_FIELD(q, "count", send ? "256" : "0");
+    EXPECT_FIELD(q, "out_count", send ? "0" : "256");
     EXPECT_FIELD(q, "dtype", "i32");
+    EXPECT_FIELD(q, "redop", "none");
     expect_u64(q, "bytes", 1024);
+}
+
+/* Events of process p named `name` strictly between two events. */
+static int count_between(long p, const char *name, const tr_event_t *from, const tr_event_t *to)
+{
+    int n = 0;
+    for (const tr_event_t *e = from + 1; e < to; e++)
+        n += e->vpid == p && !strcmp(e->name, name);
+    return n;
+}
+
+static const tr_event_t *first_between(long p, const char *name, const tr_event_t *from,
+                                       const tr_event_t *to)
+{
+    for (const tr_event_t *e = from + 1; e < to; e++)
+        if (e->vpid == p && !strcmp(e->name, name)) return e;
+    return NULL;
+}
+
+/* The transport's messages inside a point-to-point op: exactly its one message. */
+static void expect_xfer(long p, const tr_event_t *q, const char *dir, int peer, uint64_t comm)
+{
+    uint64_t id = tr_u64(q, "op_id", 0);
+    const tr_event_t *s = need(p, "op_start", same_op_id, &id, 0);
+    const tr_event_t *e = need(p, "op_end", same_op_id, &id, 0);
+    assert_int_equal(count_between(p, "xfer_begin", s, e), 1);
+    assert_int_equal(count_between(p, "xfer_end", s, e), 1);
+    const tr_event_t *b = first_between(p, "xfer_begin", s, e);
+    const tr_event_t *f = first_between(p, "xfer_end", s, e);
+    assert_true(b < f);
+    for (int k = 0; k < 2; k++) {
+        const tr_event_t *x = k ? f : b;
+        EXPECT_FIELD(x, "dir", dir);
+        expect_u64(x, "peer", (uint64_t)peer);
+        expect_u64(x, "comm_id", comm);
+        expect_u64(x, "tag", 0);
+        expect_u64(x, "bytes", 1024);
+        EXPECT_FIELD(x, "transport", "shm");
+    }
+    EXPECT_FIELD(f, "status", "OK");
+}
+
+/* Every message a process posted ended once, well; collectives move some. */
+static void expect_messages(long p, const tr_event_t *allreduce)
+{
+    int begins = count(p, "xfer_begin", NULL, NULL);
+    assert_true(begins > 0);
+    assert_int_equal(count(p, "xfer_end", NULL, NULL), begins);
+    for (int i = 0; i < begins; i++)
+        EXPECT_FIELD(need(p, "xfer_end", NULL, NULL, i), "status", "OK");
+    uint64_t id = tr_u64(allreduce, "op_id", 0);
+    const tr_event_t *s = need(p, "op_start", same_op_id, &id, 0);
+    const tr_event_t *e = need(p, "op_end", same_op_id, &id, 0);
+    assert_true(count_between(p, "xfer_begin", s, e) > 0);
 }
 
 /* Each rank's ops, in issue order, with their arguments and numbering. */
@@ -370,6 +428,9 @@ static void test_op_events(void **state)
         const tr_event_t *snd = q[r % 2 ? 4 : 3], *rcv = q[r % 2 ? 3 : 4];
         expect_p2p(snd, "send", me->world_id, to);
         expect_p2p(rcv, "recv", me->world_id, from);
+        expect_xfer(p, snd, "send", to, me->world_id);
+        expect_xfer(p, rcv, "recv", from, me->world_id);
+        expect_messages(p, q[0]);
         expect_coll(q[5], "all_reduce", me->half_id, 1, "3", "i64", "max", 24);
         for (int i = 0; i < 6; i++)
             expect_u64(q[i], "rank", (uint64_t)(i == 5 ? r / 2 : r));
@@ -432,7 +493,11 @@ static void test_op_ids_match_recorder(void **state)
             if (!e)
                 fail_msg("rank %d: recorder op %llu (%s) is not in the trace", r,
                          (unsigned long long)o->op_id, cc_op_type_name(o->type));
-            if (!is_life) EXPECT_FIELD(e, "type", cc_op_type_name(o->type));
+            expect_u64(e, "comm_id", o->comm_id);
+            if (is_life)
+                EXPECT_FIELD(e, "status", cc_status_name(o->status));
+            else
+                EXPECT_FIELD(e, "type", cc_op_type_name(o->type));
             life += is_life;
         }
         assert_int_equal(me->nrec - life, count(me->pid, "op_enqueue", NULL, NULL));

@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,10 +25,14 @@ int tj_have_recorder(void)
 
 /* ---- in a rank ---------------------------------------------------------------- */
 
-static tj_rank_t g_me; /* this rank's record (each child has its own copy) */
+static tj_rank_t g_me; /* this rank's record */
 static _Atomic int g_nops;
 static cc_hook_handle_t g_hook;
-static const char *g_dir;
+static const char *g_dir; /* where ranks write: the rank's `arg` (ranks are exec'd anew) */
+/* The handles stay referenced after destroy: the core keeps a destroyed comm's
+ * shell on purpose (stale handles are detected), which LeakSanitizer would
+ * otherwise report in a rank that issued no op. */
+static cc_comm_t *volatile g_world, *volatile g_half;
 
 static void on_post(const cc_op_info_t *op, void *user)
 {
@@ -96,6 +101,7 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL, *half = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
+    g_world = world;
     g_me.world_id = cc_comm_id(world);
     static float in[1024], out[1024];
     for (int i = 0; i < 1024; i++)
@@ -109,6 +115,7 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(cc_barrier(world, NULL, NULL) == CC_OK, "barrier");
     if (ring(world, rank, size)) return 1;
     CC_TEST_REQUIRE(cc_comm_split(world, rank % 2, rank, NULL, &half) == CC_OK, "split");
+    g_half = half;
     g_me.half_id = cc_comm_id(half);
     int64_t v[3] = {rank, -rank, 7}, m[3];
     CC_TEST_REQUIRE(cc_allreduce(half, v, m, 3, CC_INT64, CC_MAX, NULL, NULL) == CC_OK, "half");
@@ -124,6 +131,7 @@ static int hang_rank(int rank, int size, const char *addr, void *arg)
     if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
+    g_world = world;
     g_me.world_id = cc_comm_id(world);
     if (rank == 0) {
         cc_op_opts_t o = CC_OP_OPTS_INIT;
@@ -143,14 +151,27 @@ static int hang_rank(int rank, int size, const char *addr, void *arg)
 
 /* ---- in the parent ------------------------------------------------------------ */
 
+/* The op type of a recorder profiling name: "ccomm:all_reduce", "ccomm:send 0->1". */
 static int type_of(const char *name)
 {
-    for (int t = 0; t < CC_OP_TYPE_COUNT; t++)
-        if (!strcmp(cc_op_type_name((cc_op_type_t)t), name)) return t;
+    if (strncmp(name, "ccomm:", 6) != 0) return -1;
+    name += 6;
+    size_t len = strcspn(name, " ");
+    for (int t = 0; t < CC_OP_TYPE_COUNT; t++) {
+        const char *n = cc_op_type_name((cc_op_type_t)t);
+        if (strlen(n) == len && !strncmp(n, name, len)) return t;
+    }
     return -1;
 }
 
-/* Append the op_ids and types of one JSON array of recorder entries. */
+static int status_of(const char *name)
+{
+    for (int v = -80; v <= 1; v++)
+        if (!strcmp(cc_status_name((cc_status_t)v), name)) return v;
+    return 2; /* no such status */
+}
+
+/* Append the op_id, type, comm_id and status of one JSON array of recorder entries. */
 static void rec_list(json_t *arr, tj_rank_t *r)
 {
     size_t i;
@@ -159,9 +180,14 @@ static void rec_list(json_t *arr, tj_rank_t *r)
     {
         if (r->nrec >= TJ_MAX_OPS) return;
         tj_op_t *o = &r->rec[r->nrec++];
-        o->op_id = (uint64_t)json_integer_value(json_object_get(e, "op_id"));
+        json_t *x = json_object_get(e, "ccomm");
         const char *name = json_string_value(json_object_get(e, "profiling_name"));
+        const char *comm = json_string_value(json_object_get(x, "comm_id"));
+        const char *status = json_string_value(json_object_get(x, "status"));
+        o->op_id = (uint64_t)json_integer_value(json_object_get(e, "op_id"));
         o->type = type_of(name ? name : "");
+        o->comm_id = comm ? strtoull(comm, NULL, 10) : 0;
+        o->status = status_of(status ? status : "");
     }
 }
 
