@@ -61,17 +61,27 @@ static inline uint64_t ccomm_tp_span(uint64_t from, uint64_t to)
 }
 #endif
 
+/* Fields that name an op, and a communicator step, in every event about them. */
+#define CCOMM_TP_OP_KEY(op)                                             \
+        lttng_ust_field_integer(uint64_t, op_id, (op)->op_id)           \
+        lttng_ust_field_integer_hex(uint64_t, comm_id, (op)->comm_id)   \
+        lttng_ust_field_integer(uint64_t, coll_seq, (op)->coll_seq)     \
+        lttng_ust_field_integer(uint64_t, p2p_seq, (op)->p2p_seq)       \
+        lttng_ust_field_enum(ccomm, op_type, int32_t, type, (op)->type)
+#define CCOMM_TP_COMM_KEY(op)                                           \
+        lttng_ust_field_integer(uint64_t, op_id, (op)->op_id)           \
+        lttng_ust_field_integer_hex(uint64_t, comm_id, (op)->comm_id)   \
+        lttng_ust_field_string(comm_name, (op)->comm_name)              \
+        lttng_ust_field_integer(int32_t, rank, (op)->rank)              \
+        lttng_ust_field_integer(int32_t, size, (op)->size)
+
 /* ---- communicator lifecycle (emitted at POST, with the result) ---------------- */
 
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, comm_init, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
+        CCOMM_TP_COMM_KEY(op)
         lttng_ust_field_integer_hex(uint64_t, parent_comm_id, op->parent_comm_id)
-        lttng_ust_field_string(comm_name, op->comm_name)
-        lttng_ust_field_integer(int32_t, rank, op->rank)
-        lttng_ust_field_integer(int32_t, size, op->size)
         lttng_ust_field_integer(int32_t, device, op->device)
         lttng_ust_field_string(engine, op->engine ? op->engine : "")
         lttng_ust_field_string(transport, op->transport ? op->transport : "")
@@ -83,11 +93,7 @@ LTTNG_UST_TRACEPOINT_EVENT(
 LTTNG_UST_TRACEPOINT_EVENT_CLASS(
     ccomm, comm_event, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
-        lttng_ust_field_string(comm_name, op->comm_name)
-        lttng_ust_field_integer(int32_t, rank, op->rank)
-        lttng_ust_field_integer(int32_t, size, op->size)
+        CCOMM_TP_COMM_KEY(op)
         lttng_ust_field_enum(ccomm, status, int32_t, status, op->status)
         lttng_ust_field_integer(uint64_t, duration_ns,
                                 ccomm_tp_span(op->t_enqueue_ns, op->t_end_ns))))
@@ -104,12 +110,8 @@ LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(ccomm, comm_event, ccomm, comm_abort,
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, op_enqueue, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
+        CCOMM_TP_OP_KEY(op)
         lttng_ust_field_integer(int32_t, rank, op->rank)
-        lttng_ust_field_integer(uint64_t, coll_seq, op->coll_seq)
-        lttng_ust_field_integer(uint64_t, p2p_seq, op->p2p_seq)
-        lttng_ust_field_enum(ccomm, op_type, int32_t, type, op->type)
         lttng_ust_field_integer(uint64_t, count, op->in_count)
         lttng_ust_field_integer(uint64_t, out_count, op->out_count)
         lttng_ust_field_enum(ccomm, dtype, int32_t, dtype, op->dtype)
@@ -124,11 +126,7 @@ LTTNG_UST_TRACEPOINT_EVENT(
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, op_start, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
-        lttng_ust_field_integer(uint64_t, coll_seq, op->coll_seq)
-        lttng_ust_field_integer(uint64_t, p2p_seq, op->p2p_seq)
-        lttng_ust_field_enum(ccomm, op_type, int32_t, type, op->type)
+        CCOMM_TP_OP_KEY(op)
         lttng_ust_field_integer(uint64_t, queued_ns,
                                 ccomm_tp_span(op->t_enqueue_ns, op->t_start_ns))))
 
@@ -136,11 +134,7 @@ LTTNG_UST_TRACEPOINT_EVENT(
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, op_end, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
-        lttng_ust_field_integer(uint64_t, coll_seq, op->coll_seq)
-        lttng_ust_field_integer(uint64_t, p2p_seq, op->p2p_seq)
-        lttng_ust_field_enum(ccomm, op_type, int32_t, type, op->type)
+        CCOMM_TP_OP_KEY(op)
         lttng_ust_field_enum(ccomm, status, int32_t, status, op->status)
         lttng_ust_field_integer(uint64_t, duration_ns,
                                 ccomm_tp_span(op->t_start_ns, op->t_end_ns))
@@ -156,13 +150,9 @@ LTTNG_UST_TRACEPOINT_EVENT(
 LTTNG_UST_TRACEPOINT_EVENT(
     ccomm, watchdog_timeout, LTTNG_UST_TP_ARGS(const cc_op_info_t *, op, uint64_t, waited_ns),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, op_id, op->op_id)
-        lttng_ust_field_integer_hex(uint64_t, comm_id, op->comm_id)
+        CCOMM_TP_OP_KEY(op)
         lttng_ust_field_string(comm_name, op->comm_name)
         lttng_ust_field_integer(int32_t, rank, op->rank)
-        lttng_ust_field_integer(uint64_t, coll_seq, op->coll_seq)
-        lttng_ust_field_integer(uint64_t, p2p_seq, op->p2p_seq)
-        lttng_ust_field_enum(ccomm, op_type, int32_t, type, op->type)
         lttng_ust_field_integer(int64_t, timeout_ms, op->timeout_ms)
         lttng_ust_field_integer(uint64_t, waited_ns, waited_ns)))
 
