@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "ccomm/hooks.h"
 #include "ccomm/status.h"
 
 /*
@@ -34,5 +35,28 @@ void cc__recorder_mark_signal(int signo);
 
 /* The path of this process's ring file, or NULL when off. */
 const char *cc__recorder_path(void);
+
+/*
+ * The subscribers that cc__recorder_open adds to every comm's chains
+ * (exposed for tests and the benchmark, which call them with cc__op_t
+ * objects of their own). Each returns at once when the recorder is off.
+ * on_pre sets cc__op_of(op)->rec_id (0 = not recorded); on_start and on_post
+ * use it. No lock, allocation, syscall or formatting, except the first op
+ * of a comm the recorder has not seen (registers it) and the first op of a
+ * thread (caches its id). on_abort is async-signal-safe.
+ */
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *op, void *user);
+void cc__recorder_on_start(const cc_op_info_t *op, void *user);
+void cc__recorder_on_post(const cc_op_info_t *op, void *user);
+void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);
+
+/*
+ * Register a communicator in the ring's table (the PRE subscriber does it
+ * for COMM_INIT and for the first op of a comm it has not seen; the core may
+ * call it earlier). world_ranks: `size` world ranks, or NULL when unknown.
+ * Returns the table slot, or -1 (recorder off, table full).
+ */
+int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name, int rank,
+                          int size, const int32_t *world_ranks);
 
 #endif /* CC_RECORDER_RECORDER_H */

@@ -1,0 +1,335 @@
+/*
+ * recorder.c - the flight recorder as a subscriber on the hook chains.
+ *
+ * cc__recorder_open creates this process's ring file and adds the PRE,
+ * START, POST and ABORT subscribers for all communicators. The subscribers
+ * turn an op's passage into entry transitions (ring.c) and keep the comm
+ * table's pg_status counters (comms.c). The op path takes no lock, makes no
+ * syscall and allocates nothing: the thread id is cached per thread, the
+ * comm's table slot comes from a lock-free map, times come from the op.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ccomm/comm.h"
+#include "clock.h"
+#include "comms.h"
+#include "config.h"
+#include "log.h"
+#include "modules.h"
+#include "op.h"
+#include "paths.h"
+#include "recorder.h"
+#include "ring.h"
+
+/*
+ * lib/hooks and lib/core (cc_hook_add_*, cc_comm_world_rank) are being
+ * written at the same time as this file: weak references let the recorder
+ * build and be tested before they land. Remove once main has them.
+ */
+#pragma weak cc_hook_add_pre
+#pragma weak cc_hook_add_start
+#pragma weak cc_hook_add_post
+#pragma weak cc_hook_add_abort
+#pragma weak cc_hook_remove
+#pragma weak cc_comm_world_rank
+
+#define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
+
+static cc__fr_ring_t *g_ring; /* NULL = off; read with acquire on the op path */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
+static cc_hook_handle_t g_hooks[4];
+static int g_subscribed;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static __thread uint32_t t_tid; /* this thread's kernel id, 0 = not asked yet */
+
+/* Op classes from the op type table: COLL ops move pg_status. */
+enum { CLASS_COLL = 1, CLASS_P2P, CLASS_LIFE };
+static const unsigned char op_class[CC_OP_TYPE_COUNT] = {
+#define CC__OP_CLASS(name, s, cls) CLASS_##cls,
+    CC_OP_TYPE_MAP(CC__OP_CLASS)
+#undef CC__OP_CLASS
+};
+
+static inline cc__fr_ring_t *ring(void)
+{
+    return __atomic_load_n(&g_ring, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t my_tid(void)
+{
+    uint32_t t = t_tid;
+    if (__builtin_expect(!t, 0)) t = t_tid = (uint32_t)syscall(SYS_gettid);
+    return t;
+}
+
+static inline int is_coll(cc_op_type_t t)
+{
+    return (unsigned)t < CC_OP_TYPE_COUNT && op_class[t] == CLASS_COLL;
+}
+
+int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name, int rank,
+                          int size, const int32_t *world_ranks)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r) return -1;
+    cc__fr_comm_desc_t d = {comm_id, parent_id, name, size, rank, CC_DEVICE_CPU, world_ranks};
+    return cc__fr_comm_add(r, &d);
+}
+
+/* Slow path: the first op of a comm, or its COMM_INIT. Asks the core for the
+ * members' world ranks. */
+static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
+{
+    int32_t small[256];
+    int32_t *wr = small;
+    int n = info->size > 0 ? info->size : 0;
+    if (n > 256 && !(wr = malloc(sizeof(int32_t) * (size_t)n))) return -1;
+    for (int i = 0; i < n; i++)
+        wr[i] = (info->comm && cc_comm_world_rank) ? cc_comm_world_rank(info->comm, i) : -1;
+    cc__fr_comm_desc_t d = {info->comm_id, info->parent_comm_id, info->comm_name, info->size,
+                            info->rank,    info->device,         n ? wr : NULL};
+    int slot = cc__fr_comm_add(r, &d);
+    if (wr != small) free(wr);
+    /* A new comm may come with a new plugin: refresh the module table. */
+    if (info->type == CC_OP_COMM_INIT) cc__fr_modules_scan(r);
+    return slot;
+}
+
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user)
+{
+    cc__op_t *op = cc__op_of(info);
+    cc__fr_ring_t *r = ring();
+    op->rec_id = 0;
+    if (!r) return CC_OK;
+    int slot = cc__fr_comm_find(info->comm_id);
+    if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
+    cc__fr_entry_t e;
+    uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
+    cc__fr_entry_fill(&e, info, slot, my_tid(), t);
+    uint64_t frames[CC__FR_MAX_FRAMES];
+    if (r->stack_depth) e.nframes = (uint8_t)cc__fr_stack_capture(frames, r->stack_depth);
+    op->rec_id = cc__fr_ring_pre(r, &e, frames);
+    if (is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
+    (void)user;
+    return CC_OK;
+}
+
+void cc__recorder_on_start(const cc_op_info_t *info, void *user)
+{
+    uint64_t rid = cc__op_of(info)->rec_id;
+    cc__fr_ring_t *r = ring();
+    if (!rid || !r) return;
+    cc__fr_update_t u = {CC__FR_STARTED,
+                         0,
+                         info->t_start_ns ? info->t_start_ns : cc__now_ns(),
+                         0,
+                         my_tid(),
+                         0,
+                         info->algorithm,
+                         info->transport};
+    int slot = cc__fr_ring_update(r, rid, &u);
+    if (slot >= 0 && is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
+    (void)user;
+}
+
+void cc__recorder_on_post(const cc_op_info_t *info, void *user)
+{
+    uint64_t rid = cc__op_of(info)->rec_id;
+    cc__fr_ring_t *r = ring();
+    if (!rid || !r) return;
+    cc__fr_update_t u = {cc__fr_state_of_status(info->status),
+                         info->status,
+                         info->t_start_ns,
+                         info->t_end_ns ? info->t_end_ns : cc__now_ns(),
+                         my_tid(),
+                         0,
+                         info->algorithm,
+                         info->transport};
+    int slot = cc__fr_ring_update(r, rid, &u);
+    if (slot >= 0 && u.state == CC__FR_COMPLETED && is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
+    /* Lifecycle ends (rare): the comm's members may be known only now. */
+    if (info->type == CC_OP_COMM_INIT && info->status == CC_OK) add_comm_of(r, info);
+    if (info->type == CC_OP_COMM_DESTROY)
+        cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_DESTROYED, 0);
+    (void)user;
+}
+
+void cc__recorder_on_abort(const cc_abort_info_t *info, void *user)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r || !info) return;
+    cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_ABORTED, info->reason);
+    cc__fr_ring_mark_abort(r, info->comm_id);
+    (void)user;
+}
+
+void cc__recorder_mark_signal(int signo)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r) return;
+    __atomic_store_n(&r->hdr->fatal_signal_ns, cc__now_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&r->hdr->fatal_signal, (uint64_t)(unsigned)signo, __ATOMIC_RELEASE);
+}
+
+const char *cc__recorder_path(void)
+{
+    cc__fr_ring_t *r = ring();
+    return r ? r->path : NULL;
+}
+
+/* The ring of the parent is not the child's: drop it (the child may open its own). */
+static void after_fork_child(void)
+{
+    t_tid = 0;
+    pthread_mutex_init(&g_lock, NULL);
+    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_ring_detach(r);
+    cc__fr_comm_after_fork();
+    cc__fr_modules_after_fork();
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+cc__fr_ring_t *cc__recorder_ring_hold(void)
+{
+    pthread_mutex_lock(&g_lock);
+    cc__fr_ring_t *r = ring();
+    if (!r) pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+void cc__recorder_ring_release(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void unsubscribe(void)
+{
+    for (int i = 0; i < 4; i++)
+        if (g_hooks[i] && cc_hook_remove) cc_hook_remove(g_hooks[i]);
+    memset(g_hooks, 0, sizeof(g_hooks));
+    g_subscribed = 0;
+}
+
+/* Add the four subscribers for all comms, once per process. */
+static cc_status_t subscribe(void)
+{
+    if (g_subscribed) return CC_OK;
+    if (!cc_hook_add_pre || !cc_hook_add_start || !cc_hook_add_post || !cc_hook_add_abort) {
+        cc_log_debug(CC_SUBSYS_RECORDER, "recorder: no hook chains in this build; the ring is "
+                                         "written only by direct calls");
+        return CC_OK;
+    }
+    cc_status_t st = cc_hook_add_pre(NULL, cc__recorder_on_pre, NULL, 0, &g_hooks[0]);
+    if (st == CC_OK) st = cc_hook_add_start(NULL, cc__recorder_on_start, NULL, 0, &g_hooks[1]);
+    if (st == CC_OK) st = cc_hook_add_post(NULL, cc__recorder_on_post, NULL, 0, &g_hooks[2]);
+    if (st == CC_OK)
+        st = cc_hook_add_abort(NULL, cc__recorder_on_abort, NULL, CC_HOOK_SIGNAL_SAFE, &g_hooks[3]);
+    if (st != CC_OK) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot add its hooks: %s", cc_status_str(st));
+        unsubscribe();
+        return st;
+    }
+    g_subscribed = 1;
+    return CC_OK;
+}
+
+/* <recorder_dir>/<job>/rank<r>.<pid>.ccfr, with the directories made. */
+static cc_status_t make_path(int rank, const char *job, char *path, size_t cap)
+{
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->recorder_dir, job);
+    if (n < 0 || (size_t)n >= sizeof(dir)) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: CCOMM_RECORDER_DIR \"%.64s...\" is too long",
+                     cc__cfg()->recorder_dir);
+        return CC_ERR_INVALID_ARG;
+    }
+    CC_CHECK(cc__fr_mkdirs(dir));
+    n = snprintf(path, cap, "%s/rank%d.%d.ccfr", dir, rank, (int)getpid());
+    if (n < 0 || (size_t)n >= cap) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: ring path under %s is too long", dir);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
+static cc_status_t create_locked(int rank, int world_size, const char *job_id)
+{
+    const struct cc__config *cfg = cc__cfg();
+    char job[128], host[64] = "?", path[PATH_MAX];
+    cc__fr_job_component(job_id && *job_id ? job_id : cfg->job_id, job, sizeof(job));
+    CC_CHECK(make_path(rank, job, path, sizeof(path)));
+    if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
+    cc__fr_ring_params_t p = {(uint32_t)cfg->recorder_entries,
+                              cfg->recorder_stack ? DEFAULT_FRAMES : 0,
+                              0,
+                              0,
+                              rank,
+                              world_size,
+                              host,
+                              job};
+    cc__fr_ring_t *r;
+    CC_CHECK(cc__fr_ring_create(path, &p, &r));
+    cc__fr_modules_scan(r);
+    if (p.stack_depth) cc__fr_stack_prepare();
+    __atomic_store_n(&g_ring, r, __ATOMIC_RELEASE);
+    cc_log_info(CC_SUBSYS_RECORDER, "recorder: ring %s, %u entries of %u bytes", path, r->capacity,
+                r->entry_size);
+    return CC_OK;
+}
+
+cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id)
+{
+    int64_t n = cc__cfg()->recorder_entries;
+    if (n == 0) {
+        cc_log_info(CC_SUBSYS_RECORDER, "recorder: off (CCOMM_RECORDER_ENTRIES=0)");
+        return CC_OK;
+    }
+    if (n < 0 || n > CC__FR_MAX_CAPACITY) {
+        cc_log_error(CC_SUBSYS_RECORDER,
+                     "recorder: CCOMM_RECORDER_ENTRIES=%lld is out of range "
+                     "(0 .. %u)",
+                     (long long)n, CC__FR_MAX_CAPACITY);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (world_rank < 0 || world_size < 1 || world_rank >= world_size) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: bad rank %d of world size %d", world_rank,
+                     world_size);
+        return CC_ERR_INVALID_ARG;
+    }
+    pthread_once(&g_fork_once, register_atfork);
+    pthread_mutex_lock(&g_lock);
+    cc_status_t st = CC_OK;
+    if (ring()) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: already open (%s)", ring()->path);
+        st = CC_ERR_INVALID_USAGE;
+    } else {
+        st = create_locked(world_rank, world_size, job_id);
+        if (st == CC_OK) st = subscribe();
+        if (st != CC_OK) cc__fr_ring_destroy(__atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL));
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+void cc__recorder_close(void)
+{
+    pthread_mutex_lock(&g_lock);
+    /* When cc_hook_remove returns the subscribers are not running. */
+    unsubscribe();
+    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_comm_reset();
+    cc__fr_ring_destroy(r);
+    pthread_mutex_unlock(&g_lock);
+}
