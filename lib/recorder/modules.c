@@ -117,13 +117,19 @@ void cc__fr_stack_prepare(void)
     backtrace(pc, 2); /* glibc loads libgcc_s on the first call */
 }
 
-unsigned cc__fr_stack_capture(uint64_t *frames, unsigned depth)
+__attribute__((noinline)) unsigned cc__fr_stack_capture(uint64_t *frames, unsigned depth)
 {
-    void *pc[CC__FR_MAX_FRAMES + SKIP_FRAMES];
+    void *pc[CC__FR_MAX_FRAMES + SKIP_FRAMES + 2];
     if (depth > CC__FR_MAX_FRAMES) depth = CC__FR_MAX_FRAMES;
-    int n = backtrace(pc, (int)depth + SKIP_FRAMES);
+    int n = backtrace(pc, (int)depth + SKIP_FRAMES + 2);
+    /* Start after the subscriber's frame, found near its return address (a
+     * sanitizer's backtrace interceptor adds a frame and may report pc - 1). */
+    int first = SKIP_FRAMES;
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+    for (int i = 0; i < n && i < SKIP_FRAMES + 2; i++)
+        if ((uintptr_t)pc[i] + 16 >= caller && (uintptr_t)pc[i] <= caller + 16) first = i + 1;
     unsigned out = 0;
-    for (int i = SKIP_FRAMES; i < n; i++)
+    for (int i = first; i < n && out < depth; i++)
         frames[out++] = (uint64_t)(uintptr_t)pc[i];
     return out;
 }

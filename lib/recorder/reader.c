@@ -294,8 +294,8 @@ static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, 
             continue;
         }
         cc__fr_load_words(dst + 8, src + 8, size - 8);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(seq, __ATOMIC_RELAXED) == s1) {
+        /* The copies were acquire loads: this load cannot move before them. */
+        if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == s1) {
             memcpy(dst, &s1, 8);
             return 0;
         }
@@ -365,36 +365,49 @@ static cc_status_t keep_valid(cc__fr_snapshot_t *s, const uint32_t *slots, uint3
     return CC_OK;
 }
 
+/* Room for one more copied slot; grows by doubling so that a sparse file of
+ * empty slots costs no memory. */
+static int reserve(cc__fr_snapshot_t *s, uint32_t **slots, uint32_t n, uint32_t *cap)
+{
+    if (n < *cap) return 0;
+    uint32_t c = *cap ? 2 * *cap : 64;
+    unsigned char *e = realloc(s->entries, (size_t)c * s->entry_size);
+    if (e) s->entries = e;
+    uint32_t *sl = e ? realloc(*slots, (size_t)c * sizeof(uint32_t)) : NULL;
+    if (!sl) return -1;
+    *slots = sl;
+    *cap = c;
+    return 0;
+}
+
 static cc_status_t copy_entries(const cc__fr_reader_t *r, cc__fr_snapshot_t *s)
 {
     const cc__fr_header_t *h = &r->hdr;
     s->entry_size = h->entry_size;
-    s->entries = malloc((size_t)h->capacity * h->entry_size);
-    uint32_t *slots = malloc((size_t)h->capacity * sizeof(uint32_t));
-    if (!s->entries || !slots) {
-        free(slots);
-        return CC_ERR_NO_MEMORY;
-    }
+    uint32_t *slots = NULL, n = 0, cap = 0;
     int tries = s->live ? LIVE_TRIES : 2;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < h->capacity; i++) {
+    cc_status_t st = CC_OK;
+    for (uint32_t i = 0; i < h->capacity && st == CC_OK; i++) {
         const unsigned char *src = r->base + h->header_size + (uint64_t)i * h->entry_size;
+        if (!__atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED))
+            continue; /* never written */
+        if (reserve(s, &slots, n, &cap)) {
+            st = CC_ERR_NO_MEMORY;
+            break;
+        }
         int rc = copy_slot(src, s->entries + (size_t)n * h->entry_size, h->entry_size, tries);
         if (rc == 0) slots[n++] = i;
         if (rc >= 0) continue;
         uint64_t rid = __atomic_load_n((const uint64_t *)(const void *)(src + 8), __ATOMIC_RELAXED);
-        if (add_problem(s, i, CC__FR_TORN, rid, "a writer held the slot")) {
-            free(slots);
-            return CC_ERR_NO_MEMORY;
-        }
+        if (add_problem(s, i, CC__FR_TORN, rid, "a writer held the slot")) st = CC_ERR_NO_MEMORY;
     }
     /* Every id copied was issued before this read. */
     s->hdr.next_record_id = __atomic_load_n(
         (const uint64_t *)(const void *)(r->base + offsetof(cc__fr_header_t, next_record_id)),
         __ATOMIC_ACQUIRE);
-    cc_status_t st = keep_valid(s, slots, n);
+    if (st == CC_OK) st = keep_valid(s, slots, n);
     free(slots);
-    if (st == CC_OK) qsort(s->entries, s->nentries, h->entry_size, by_record_id);
+    if (st == CC_OK && s->nentries) qsort(s->entries, s->nentries, h->entry_size, by_record_id);
     return st;
 }
 

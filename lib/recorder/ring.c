@@ -36,14 +36,21 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * Shared words are loaded with acquire and stored with release order. On
+ * x86 both are plain moves; they carry the seqlock's ordering without
+ * standalone fences (which TSan does not model): a reader that sees any
+ * word of a write also sees the odd seq that preceded it, and the reader's
+ * second look at seq cannot move before its copies.
+ */
 static inline uint64_t ld(const void *p)
 {
-    return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+    return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
 }
 
 static inline void st(void *p, uint64_t v)
 {
-    __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
 }
 
 void cc__fr_store_words(void *dst, const void *src, size_t bytes)
@@ -81,8 +88,6 @@ static inline uint64_t slot_lock(cc__fr_entry_t *e, int spins)
         uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
         if (!(s & 1) && __atomic_compare_exchange_n(&e->seq, &s, s + 1, 0, __ATOMIC_ACQUIRE,
                                                     __ATOMIC_RELAXED)) {
-            /* Readers must see the odd value before any of our stores. */
-            __atomic_thread_fence(__ATOMIC_RELEASE);
             return s;
         }
         cpu_relax();

@@ -34,7 +34,8 @@ static json_t *get(json_t *obj, const char *key, json_type type)
 {
     json_t *v = json_object_get(obj, key);
     if (!v) fail_msg("key \"%s\" missing", key);
-    if (json_typeof(v) != type) fail_msg("key \"%s\" has type %d, not %d", key, json_typeof(v), type);
+    if (json_typeof(v) != type)
+        fail_msg("key \"%s\" has type %d, not %d", key, json_typeof(v), type);
     return v;
 }
 
@@ -86,23 +87,32 @@ static json_t *entry_by_op(json_t *entries, json_int_t op_id)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) if (json_integer_value(json_object_get(e, "op_id")) == op_id)
-        return e;
+    json_array_foreach(entries, i,
+                       e) if (json_integer_value(json_object_get(e, "op_id")) == op_id) return e;
     fail_msg("no entry for op %lld", (long long)op_id);
     return NULL;
 }
 
 static void check_entry_keys(json_t *e)
 {
-    static const char *ints[] = {"record_id", "pg_id", "collective_seq_id", "p2p_seq_id", "op_id",
-                                 "time_created_ns", "time_discovered_started_ns",
-                                 "time_discovered_completed_ns", "timeout_ms"};
-    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) get(e, ints[i], JSON_INTEGER);
+    static const char *ints[] = {"record_id",
+                                 "pg_id",
+                                 "collective_seq_id",
+                                 "p2p_seq_id",
+                                 "op_id",
+                                 "time_created_ns",
+                                 "time_discovered_started_ns",
+                                 "time_discovered_completed_ns",
+                                 "timeout_ms"};
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+        get(e, ints[i], JSON_INTEGER);
     static const char *strs[] = {"thread_id", "thread_name", "profiling_name", "state"};
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) get(e, strs[i], JSON_STRING);
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        get(e, strs[i], JSON_STRING);
     static const char *arrays[] = {"input_sizes", "input_dtypes", "output_sizes", "output_dtypes",
                                    "frames"};
-    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) get(e, arrays[i], JSON_ARRAY);
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+        get(e, arrays[i], JSON_ARRAY);
     json_t *pg = get(e, "process_group", JSON_ARRAY);
     assert_int_equal(json_array_size(pg), 2);
     assert_true(json_is_string(json_array_get(pg, 0)) && json_is_string(json_array_get(pg, 1)));
@@ -118,11 +128,13 @@ static void check_entry_keys(json_t *e)
     assert_int_equal(json_array_size(get(e, "input_sizes", JSON_ARRAY)),
                      json_array_size(get(e, "input_dtypes", JSON_ARRAY)));
     json_t *x = get(e, "ccomm", JSON_OBJECT);
-    static const char *xs[] = {"state", "status", "algorithm", "transport", "engine", "host",
-                               "comm_id", "comm_name"};
-    for (size_t k = 0; k < sizeof(xs) / sizeof(xs[0]); k++) get(x, xs[k], JSON_STRING);
+    static const char *xs[] = {"state",  "status", "algorithm", "transport",
+                               "engine", "host",   "comm_id",   "comm_name"};
+    for (size_t k = 0; k < sizeof(xs) / sizeof(xs[0]); k++)
+        get(x, xs[k], JSON_STRING);
     static const char *xi[] = {"bytes", "peer", "root", "pid", "thread_id"};
-    for (size_t k = 0; k < sizeof(xi) / sizeof(xi[0]); k++) get(x, xi[k], JSON_INTEGER);
+    for (size_t k = 0; k < sizeof(xi) / sizeof(xi[0]); k++)
+        get(x, xi[k], JSON_INTEGER);
 }
 
 static void test_pytorch_keys(void **state)
@@ -191,8 +203,8 @@ static void test_entry_values(void **state)
     json_int_t created = json_integer_value(json_object_get(ar, "time_created_ns"));
     assert_true(created > now - 60000000000LL && created <= now);
     assert_true(json_integer_value(json_object_get(ar, "time_discovered_completed_ns")) >= created);
-    assert_int_equal(json_integer_value(json_array_get(
-                         json_array_get(json_object_get(ar, "input_sizes"), 0), 0)),
+    assert_int_equal(json_integer_value(
+                         json_array_get(json_array_get(json_object_get(ar, "input_sizes"), 0), 0)),
                      1024);
     assert_string_equal(json_string_value(json_array_get(json_object_get(ar, "input_dtypes"), 0)),
                         "Float");
@@ -221,8 +233,8 @@ static void test_entry_values(void **state)
     json_t *ag = entry_by_op(entries, 5); /* started, still running */
     assert_string_equal(json_string_value(json_object_get(ag, "state")), "started");
     assert_true(json_is_false(json_object_get(ag, "retired")));
-    assert_int_equal(json_integer_value(json_array_get(
-                         json_array_get(json_object_get(ag, "output_sizes"), 0), 0)),
+    assert_int_equal(json_integer_value(
+                         json_array_get(json_array_get(json_object_get(ag, "output_sizes"), 0), 0)),
                      2048);
 
     json_t *ba = entry_by_op(entries, 6); /* scheduled, no data */
@@ -242,9 +254,9 @@ static void test_default_path_and_atomic(void **state)
     char path[400];
     snprintf(path, sizeof(path), "%s/dumps/test-job/rank0.json", rec_dir);
     json_t *j = load(path);
-    assert_int_equal(json_integer_value(get(get(j, "ccomm", JSON_OBJECT), "dumps_written",
-                                            JSON_INTEGER)),
-                     1); /* counted after the first was written */
+    assert_int_equal(
+        json_integer_value(get(get(j, "ccomm", JSON_OBJECT), "dumps_written", JSON_INTEGER)),
+        1); /* counted after the first was written */
     json_decref(j);
     /* No temporary file is left behind. */
     snprintf(path, sizeof(path), "%s/dumps/test-job", rec_dir);
@@ -290,8 +302,8 @@ static void test_frames(void **state)
     json_t *f0 = json_array_get(frames, 0);
     const char *name = json_string_value(get(f0, "name", JSON_STRING));
     assert_true(strncmp(name, "issue_op+0x", 11) == 0);
-    assert_non_null(strstr(json_string_value(get(f0, "filename", JSON_STRING)),
-                           "test_recorder_dump"));
+    assert_non_null(
+        strstr(json_string_value(get(f0, "filename", JSON_STRING)), "test_recorder_dump"));
     get(f0, "line", JSON_INTEGER);
     name = json_string_value(get(json_array_get(frames, 1), "name", JSON_STRING));
     assert_true(strncmp(name, "record_mix+0x", 13) == 0);

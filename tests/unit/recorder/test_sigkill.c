@@ -17,7 +17,7 @@
 #include "stress.h"
 
 #define THREADS 3
-#define ROUNDS 6
+#define ROUNDS  6
 
 static void *child_writer(void *arg)
 {
@@ -108,7 +108,8 @@ static void test_sigkill_survival(void **state)
     (void)state;
     rec_make_dir();
     unsigned torn = 0;
-    for (unsigned round = 0; round < ROUNDS; round++) torn += one_round(round * 7919u + 17u);
+    for (unsigned round = 0; round < ROUNDS; round++)
+        torn += one_round(round * 7919u + 17u);
     print_message("%d kills: %u slots caught mid-write (reported torn, not returned)\n", ROUNDS,
                   torn);
     rec_remove_dir();
