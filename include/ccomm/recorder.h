@@ -21,8 +21,10 @@ extern "C" {
 
 /*
  * cc_recorder_dump - write this process's flight recorder as JSON.
- *   path  the file to write (borrowed for the call), or NULL for the default
- *         $CCOMM_DUMP_DIR/<job id>/rank<r>.json (directories are created)
+ *   path  the file to write (borrowed for the call; replaced if it exists),
+ *         or NULL for the default $CCOMM_DUMP_DIR/<job id>/rank<r>.json;
+ *         when that exists, rank<r>.1.json, rank<r>.2.json, ...: a default
+ *         dump never overwrites an earlier one (directories are created)
  * The dump is a consistent snapshot taken while operations keep running (they
  * are never blocked), written to a temporary file in the same directory and
  * renamed over `path`, so readers see the old dump or the new one, whole.

@@ -345,37 +345,47 @@ cc_status_t cc__recorder_dump_json(const char *path)
     return st;
 }
 
-/* $CCOMM_DUMP_DIR/<job>/rank<r>.json, with the directories made. */
-static cc_status_t default_path(char *path, size_t cap)
+/*
+ * $CCOMM_DUMP_DIR/<job>/rank<r>.json, or rank<r>.<k>.json with the first k
+ * not taken: a later dump never overwrites an earlier one (the first dump of
+ * a hang is the one that explains it). Directories are made.
+ */
+static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
 {
-    cc__fr_ring_t *r = cc__recorder_ring_hold();
-    if (!r) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: no dump: the recorder is off or not open");
-        return CC_ERR_INVALID_USAGE;
-    }
     char job[128], dir[PATH_MAX];
     cc__fr_job_component(r->hdr->job_id, job, sizeof(job));
-    int rank = r->hdr->rank;
-    cc__recorder_ring_release();
     int n = snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->dump_dir, job);
-    if (n < 0 || (size_t)n >= sizeof(dir) || (size_t)n + 24 >= cap) {
+    if (n < 0 || (size_t)n >= sizeof(dir) || (size_t)n + 40 >= cap) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR \"%.64s...\" is too long",
                      cc__cfg()->dump_dir);
         return CC_ERR_INVALID_ARG;
     }
     CC_CHECK(cc__fr_mkdirs(dir));
-    n = snprintf(path, cap, "%s/rank%d.json", dir, rank);
-    return n > 0 && (size_t)n < cap ? CC_OK : CC_ERR_INVALID_ARG;
+    for (unsigned k = 0; k < 100000; k++) {
+        int m = k ? snprintf(path, cap, "%s/rank%d.%u.json", dir, r->hdr->rank, k)
+                  : snprintf(path, cap, "%s/rank%d.json", dir, r->hdr->rank);
+        if (m < 0 || (size_t)m >= cap) return CC_ERR_INVALID_ARG;
+        if (access(path, F_OK) != 0) return CC_OK;
+    }
+    cc_log_error(CC_SUBSYS_RECORDER, "recorder: %s holds 100000 dumps of rank %d already", dir,
+                 r->hdr->rank);
+    return CC_ERR_SYSTEM;
 }
 
 cc_status_t cc_recorder_dump(const char *path)
 {
-    char def[PATH_MAX];
-    if (!path) {
-        CC_CHECK(default_path(def, sizeof(def)));
-        path = def;
+    if (path) return cc__recorder_dump_json(path);
+    cc__fr_ring_t *r = cc__recorder_ring_hold();
+    if (!r) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: no dump: the recorder is off or not open");
+        return CC_ERR_INVALID_USAGE;
     }
-    return cc__recorder_dump_json(path);
+    /* Held across choosing the name and writing it: two dumps never pick one name. */
+    char def[PATH_MAX];
+    cc_status_t st = default_path(r, def, sizeof(def));
+    if (st == CC_OK) st = dump_ring(r, def);
+    cc__recorder_ring_release();
+    return st;
 }
 
 const char *cc_recorder_ring_path(void)

@@ -102,7 +102,7 @@ typedef struct cc__fr_header {
     uint64_t last_dump_ns;    /* monotonic time of the last dump */
     uint64_t skipped;         /* record ids given up because their slot stayed busy */
     uint64_t dropped;         /* START/POST updates dropped (slot reused or busy) */
-    uint64_t closed_ns;       /* nonzero: the ring was closed cleanly at this time */
+    uint64_t closed_ns;       /* nonzero: closed, or the process exited normally, at this time */
     uint64_t reserved2[46];   /* zero; new live words go here (minor bump) */
 } cc__fr_header_t;
 

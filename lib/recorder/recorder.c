@@ -26,18 +26,6 @@
 #include "recorder.h"
 #include "ring.h"
 
-/*
- * lib/hooks and lib/core (cc_hook_add_*, cc_comm_world_rank) are being
- * written at the same time as this file: weak references let the recorder
- * build and be tested before they land. Remove once main has them.
- */
-#pragma weak cc_hook_add_pre
-#pragma weak cc_hook_add_start
-#pragma weak cc_hook_add_post
-#pragma weak cc_hook_add_abort
-#pragma weak cc_hook_remove
-#pragma weak cc_comm_world_rank
-
 #define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
 
 static cc__fr_ring_t *g_ring; /* NULL = off; read with acquire on the op path */
@@ -90,7 +78,7 @@ static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
     int n = info->size > 0 ? info->size : 0;
     if (n > 256 && !(wr = malloc(sizeof(int32_t) * (size_t)n))) return -1;
     for (int i = 0; i < n; i++)
-        wr[i] = (info->comm && cc_comm_world_rank) ? cc_comm_world_rank(info->comm, i) : -1;
+        wr[i] = info->comm ? cc_comm_world_rank(info->comm, i) : -1;
     cc__fr_comm_desc_t d = {info->comm_id, info->parent_comm_id, info->comm_name, info->size,
                             info->rank,    info->device,         n ? wr : NULL};
     int slot = cc__fr_comm_add(r, &d);
@@ -196,9 +184,18 @@ static void after_fork_child(void)
     cc__fr_modules_after_fork();
 }
 
-static void register_atfork(void)
+/* A normal exit is not a crash: say so in the ring (other threads may still
+ * write to it, so it stays mapped). */
+static void at_exit(void)
+{
+    cc__fr_ring_t *r = ring();
+    if (r) __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
+}
+
+static void register_process_handlers(void)
 {
     pthread_atfork(NULL, NULL, after_fork_child);
+    atexit(at_exit);
 }
 
 cc__fr_ring_t *cc__recorder_ring_hold(void)
@@ -217,7 +214,7 @@ void cc__recorder_ring_release(void)
 static void unsubscribe(void)
 {
     for (int i = 0; i < 4; i++)
-        if (g_hooks[i] && cc_hook_remove) cc_hook_remove(g_hooks[i]);
+        if (g_hooks[i]) cc_hook_remove(g_hooks[i]);
     memset(g_hooks, 0, sizeof(g_hooks));
     g_subscribed = 0;
 }
@@ -226,11 +223,6 @@ static void unsubscribe(void)
 static cc_status_t subscribe(void)
 {
     if (g_subscribed) return CC_OK;
-    if (!cc_hook_add_pre || !cc_hook_add_start || !cc_hook_add_post || !cc_hook_add_abort) {
-        cc_log_debug(CC_SUBSYS_RECORDER, "recorder: no hook chains in this build; the ring is "
-                                         "written only by direct calls");
-        return CC_OK;
-    }
     cc_status_t st = cc_hook_add_pre(NULL, cc__recorder_on_pre, NULL, 0, &g_hooks[0]);
     if (st == CC_OK) st = cc_hook_add_start(NULL, cc__recorder_on_start, NULL, 0, &g_hooks[1]);
     if (st == CC_OK) st = cc_hook_add_post(NULL, cc__recorder_on_post, NULL, 0, &g_hooks[2]);
@@ -308,7 +300,7 @@ cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id
                      world_size);
         return CC_ERR_INVALID_ARG;
     }
-    pthread_once(&g_fork_once, register_atfork);
+    pthread_once(&g_fork_once, register_process_handlers);
     pthread_mutex_lock(&g_lock);
     cc_status_t st = CC_OK;
     if (ring()) {
