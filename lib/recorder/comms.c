@@ -26,6 +26,8 @@ static struct cell g_map[MAP_SIZE];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_full_warned;
 
+/* Comm ids are hashes already, but tests and users may pick small ones:
+ * mix the bits so that linear probing stays short either way. */
 static uint32_t hash_id(uint64_t id)
 {
     id ^= id >> 33;
@@ -37,8 +39,9 @@ static uint32_t hash_id(uint64_t id)
 int cc__fr_comm_find(uint64_t comm_id)
 {
     for (uint32_t i = hash_id(comm_id), n = 0; n < MAP_SIZE; i = (i + 1) & (MAP_SIZE - 1), n++) {
+        /* slot1 is stored after id (release): seeing it means id is there. */
         uint32_t s1 = __atomic_load_n(&g_map[i].slot1, __ATOMIC_ACQUIRE);
-        if (!s1) return -1;
+        if (!s1) return -1; /* cells are never emptied while the ring is open */
         if (__atomic_load_n(&g_map[i].id, __ATOMIC_RELAXED) == comm_id) return (int)s1 - 1;
     }
     return -1;
@@ -75,6 +78,8 @@ static void fill(cc__fr_ring_t *r, cc__fr_comm_t *c, const cc__fr_comm_desc_t *d
     c->rank = d->rank;
     c->device = d->device;
     c->created_ns = cc__now_ns();
+    /* Plain stores above are fine: nobody reads the record before
+     * comm_count counts it. The pool is another matter (below). */
     uint64_t used = __atomic_load_n(&r->hdr->rank_used, __ATOMIC_RELAXED);
     uint64_t want = d->size > 0 ? (uint64_t)d->size : 0;
     if (used + want > r->hdr->rank_capacity) {
@@ -87,6 +92,8 @@ static void fill(cc__fr_ring_t *r, cc__fr_comm_t *c, const cc__fr_comm_desc_t *d
     }
     c->ranks_off = (uint32_t)used;
     c->ranks_count = (uint32_t)want;
+    /* -1 until known: members may be filled in after publication (at the
+     * end of COMM_INIT), with atomic stores, while readers copy the pool. */
     for (uint64_t i = 0; i < want; i++)
         __atomic_store_n(&r->ranks[used + i], -1, __ATOMIC_RELAXED);
     put_ranks(r, c, d->world_ranks);
@@ -98,6 +105,9 @@ int cc__fr_comm_add(cc__fr_ring_t *r, const cc__fr_comm_desc_t *d)
     pthread_mutex_lock(&g_lock);
     int slot = cc__fr_comm_find(d->comm_id);
     if (slot >= 0) {
+        /* Known and alive: only the members may be news. A destroyed comm
+         * whose id comes back gets a new record, so the old one's ops keep
+         * the name and members they ran with. */
         cc__fr_comm_t *c = &r->comms[slot];
         uint64_t flags = __atomic_load_n(&c->flags, __ATOMIC_RELAXED);
         if (!(flags & CC__FR_CF_DESTROYED)) {
@@ -128,6 +138,8 @@ void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint
 {
     if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
     uint64_t *w = &r->comms[slot].last_enqueued + kind;
+    /* A max, not a store: START and POST of consecutive ops may come from
+     * different threads in either order. Usually one load and one CAS. */
     uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
     while (cur < seq &&
            !__atomic_compare_exchange_n(w, &cur, seq, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {

@@ -7,6 +7,7 @@
  * sees the old one or the new one, never half of one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "dump.h"
 #include "log.h"
+#include "opclass.h"
 #include "paths.h"
 #include "recorder.h"
 #include "ring.h"
@@ -30,13 +32,7 @@ static const char *const torch_dtype[CC_DTYPE_COUNT] = {
 #undef CC__DTYPE_TORCH
 };
 
-enum { CLASS_COLL = 1, CLASS_P2P, CLASS_LIFE };
-static const unsigned char op_class[CC_OP_TYPE_COUNT] = {
-#define CC__OP_CLASS(name, s, cls) CLASS_##cls,
-    CC_OP_TYPE_MAP(CC__OP_CLASS)
-#undef CC__OP_CLASS
-};
-
+/* A u64 as a decimal string: JSON readers lose integers beyond 2^53. */
 static json_t *u64_str(uint64_t v)
 {
     char buf[24];
@@ -47,6 +43,8 @@ static json_t *u64_str(uint64_t v)
 /* PyTorch's ranks string: "[0, 1, 2]". */
 static json_t *ranks_str(const int32_t *ranks, uint32_t n)
 {
+    /* ", " and at most 11 characters of an int32 per rank, plus "[]\0":
+     * the snprintf calls below can never be truncated. */
     size_t cap = 3 + (size_t)n * 13;
     char *buf = malloc(cap);
     if (!buf) return NULL;
@@ -59,7 +57,11 @@ static json_t *ranks_str(const int32_t *ranks, uint32_t n)
     return j;
 }
 
-/* pg_config: {pg_name: {name, desc, ranks}} keyed by the comm id in decimal. */
+/*
+ * pg_config: {pg_name: {name, desc, ranks}}. PyTorch's analyzer matches
+ * groups across ranks by name, so the name must be equal on every member:
+ * the comm id is, by construction; the comm's own name goes in desc.
+ */
 static json_t *pg_config(const cc__fr_snapshot_t *s)
 {
     json_t *cfg = json_object();
@@ -75,7 +77,11 @@ static json_t *pg_config(const cc__fr_snapshot_t *s)
     return cfg;
 }
 
-/* pg_status: {pg_id: {...}} with the values as strings, as PyTorch's JSON has them. */
+/*
+ * pg_status: {pg_id: {...}} with the values as strings, as PyTorch's JSON
+ * has them. pg_id is the comm's table index: a small per-process number,
+ * 0 for the first comm (world), like PyTorch's default group.
+ */
 static json_t *pg_status(const cc__fr_snapshot_t *s)
 {
     json_t *st = json_object();
@@ -110,8 +116,9 @@ static json_t *profiling_name(const cc__fr_entry_t *e)
 static void sizes(json_t *j, const cc__fr_entry_t *e)
 {
     uint64_t in = e->in_count, out = e->out_count;
-    if (op_class[e->type] == CLASS_P2P) /* PyTorch passes one tensor as both */
+    if (cc__fr_op_class(e->type) == CC__FR_CLASS_P2P) /* PyTorch passes one tensor as both */
         in = out = in > out ? in : out;
+    /* Byte collectives carry no dtype: PyTorch would call their buffers Byte. */
     const char *dt = e->dtype < CC_DTYPE_COUNT ? torch_dtype[e->dtype] : "Byte";
     json_object_set_new(j, "input_sizes", in ? json_pack("[[I]]", (json_int_t)in) : json_array());
     json_object_set_new(j, "input_dtypes", in ? json_pack("[s]", dt) : json_array());
@@ -120,6 +127,7 @@ static void sizes(json_t *j, const cc__fr_entry_t *e)
     json_object_set_new(j, "output_dtypes", out ? json_pack("[s]", dt) : json_array());
 }
 
+/* PyTorch's frames: {name, filename, line}; lines are unknown without DWARF. */
 static json_t *frames(const cc__fr_entry_t *e, cc__fr_symbolizer_t *z)
 {
     json_t *a = json_array();
@@ -157,11 +165,14 @@ static const char *torch_state(const cc__fr_entry_t *e)
     return (e->state == CC__FR_STARTED || e->t_start_ns) ? "started" : "scheduled";
 }
 
+/* One entry with PyTorch's keys, in PyTorch's order, then ccomm's. */
 static json_t *entry_json(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
                           cc__fr_symbolizer_t *z)
 {
     const cc__fr_comm_t *c = cc__fr_snap_comm(s, e);
     int ok = e->state == CC__FR_COMPLETED;
+    /* PyTorch writes thread ids as strings; process_group pairs the
+     * cross-rank name (comm id) with the description (comm name). */
     char tid[16], id[24];
     snprintf(tid, sizeof(tid), "%u", e->tid);
     snprintf(id, sizeof(id), "%llu", (unsigned long long)e->comm_id);
@@ -173,6 +184,7 @@ static json_t *entry_json(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
                           profiling_name(e), "time_created_ns",
                           (json_int_t)cc__fr_snap_realtime(s, e->t_enqueue_ns));
     if (!j) return NULL;
+    /* PyTorch has a duration only for completed work (its CUDA events). */
     if (ok) {
         uint64_t from = e->t_start_ns ? e->t_start_ns : e->t_enqueue_ns;
         double ms = e->t_end_ns > from ? (double)(e->t_end_ns - from) / 1e6 : 0.0;
@@ -182,11 +194,13 @@ static json_t *entry_json(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
     json_object_set_new(j, "state", json_string(torch_state(e)));
     json_object_set_new(j, "time_discovered_started_ns",
                         json_integer((json_int_t)cc__fr_snap_realtime(s, e->t_start_ns)));
+    /* A failed op has an end time, but PyTorch's "completed" would call it
+     * done: it stays 0 here and the end is in ccomm.time_ended_ns. */
     json_object_set_new(j, "time_discovered_completed_ns",
                         json_integer(ok ? (json_int_t)cc__fr_snap_realtime(s, e->t_end_ns) : 0));
     json_object_set_new(j, "retired", json_boolean(e->state >= CC__FR_COMPLETED));
     json_object_set_new(j, "timeout_ms", json_integer((json_int_t)e->timeout_ms));
-    json_object_set_new(j, "is_p2p", json_boolean(op_class[e->type] == CLASS_P2P));
+    json_object_set_new(j, "is_p2p", json_boolean(cc__fr_op_class(e->type) == CC__FR_CLASS_P2P));
     json_object_set_new(j, "frames", frames(e, z));
     json_object_set_new(j, "ccomm", extras(s, e, c));
     return j;
@@ -254,7 +268,8 @@ json_t *cc__fr_json(const cc__fr_snapshot_t *s, unsigned flags)
         const cc__fr_entry_t *e = cc__fr_snap_entry(s, i);
         json_t *j = entry_json(s, e, z);
         /* Lifecycle events are not PyTorch entries: its analyzer would try to match them. */
-        if (!j || json_array_append_new(op_class[e->type] == CLASS_LIFE ? life : entries, j))
+        if (!j || json_array_append_new(
+                      cc__fr_op_class(e->type) == CC__FR_CLASS_LIFE ? life : entries, j))
             goto oom;
     }
     /* PyTorch leaves "entries" out when there are none. */
@@ -279,13 +294,20 @@ cc_status_t cc__fr_json_write(const json_t *j, const char *path)
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: dump path %.64s... is too long", path);
         return CC_ERR_INVALID_ARG;
     }
-    FILE *f = fopen(tmp, "w");
+    /* A new file of our own: never through a link planted in a shared
+     * directory, never onto a stale temporary. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        if (fd >= 0) close(fd);
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot create %s: %s", tmp, strerror(errno));
         return CC_ERR_SYSTEM;
     }
     int bad = json_dumpf(j, f, JSON_COMPACT) != 0;
     bad |= fputc('\n', f) == EOF;
+    /* On disk before the rename: a crash right after must not leave an
+     * empty file under the final name. */
     bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
     bad |= fclose(f) != 0;
@@ -315,6 +337,7 @@ static cc_status_t dump_ring(cc__fr_ring_t *r, const char *path)
         goto out;
     }
     CC_CHECK_GOTO(cc__fr_json_write(j, path), st, out);
+    /* In the ring too: ccdump of a dead process tells whether it dumped. */
     __atomic_store_n(&r->hdr->last_dump_ns, cc__now_ns(), __ATOMIC_RELAXED);
     __atomic_fetch_add(&r->hdr->dump_count, 1, __ATOMIC_RELEASE);
     cc_log_info(CC_SUBSYS_RECORDER, "recorder: dump of %u entries written to %s", s->nentries,

@@ -8,6 +8,8 @@
 #include "log.h"
 #include "paths.h"
 
+/* The job id comes from the environment or the store: it must not be able
+ * to climb out of the directory ("../..") or make one ("a/b"). */
 void cc__fr_job_component(const char *job_id, char *out, size_t cap)
 {
     size_t n = 0;
@@ -37,6 +39,7 @@ cc_status_t cc__fr_mkdirs(const char *dir)
         if (buf[i] != '/' && buf[i] != '\0') continue;
         char keep = buf[i];
         buf[i] = '\0';
+        /* 0700: rings and dumps show what a job ran, for its user only. */
         if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
             cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot create directory %s: %s", buf,
                          strerror(errno));
@@ -44,6 +47,7 @@ cc_status_t cc__fr_mkdirs(const char *dir)
         }
         buf[i] = keep;
     }
+    /* EEXIST above may have been a file of that name. */
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: %s is not a directory", dir);

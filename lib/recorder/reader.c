@@ -60,6 +60,7 @@ static int terminated(const char *s, size_t cap)
 /* Is [off, off + n * size) inside [lo, hi), without overflow? */
 static int region_ok(uint64_t off, uint64_t n, uint64_t size, uint64_t lo, uint64_t hi)
 {
+    /* Divide instead of multiplying: n * size may overflow for hostile n. */
     if (off < lo || off > hi || off % 8) return 0;
     if (size && n > (hi - off) / size) return 0;
     return 1;
@@ -147,6 +148,8 @@ static cc_status_t make_reader(const void *base, size_t size, int mapped, cc__fr
                     size, CC__FR_HEADER_BYTES);
     cc__fr_reader_t *r = calloc(1, sizeof(*r));
     if (!r) return CC_ERR_NO_MEMORY;
+    /* Validate a private copy: the file may change under us (a live writer,
+     * or someone hostile), and a checked value must stay the used value. */
     cc__fr_load_words(&r->hdr, base, sizeof(r->hdr));
     cc_status_t st = check_header(&r->hdr, size, err, errlen);
     if (st != CC_OK) {
@@ -187,6 +190,7 @@ cc_status_t cc__fr_reader_open(const char *path, cc__fr_reader_t **out, char *er
         return fail(CC_ERR_INVALID_ARG, err, errlen, "%s: truncated: %zu bytes, a header needs %d",
                     path, size, CC__FR_HEADER_BYTES);
     }
+    /* Shared, not private: a live writer's later words must be visible. */
     void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
@@ -214,6 +218,7 @@ const char *cc__fr_state_name(uint32_t state)
     return state < CC__FR_STATE_COUNT ? state_names[state] : "?";
 }
 
+/* Decides how long a held slot is waited for: a dead writer never lets go. */
 static int writer_alive(const cc__fr_reader_t *r, const cc__fr_header_t *h)
 {
     if (r->own) return 1;
@@ -244,6 +249,8 @@ static cc_status_t copy_comms(const cc__fr_reader_t *r, cc__fr_snapshot_t *s, ch
     s->ranks = calloc(s->nranks + 1, sizeof(int32_t));
     s->comms = calloc(s->ncomms + 1, sizeof(cc__fr_comm_t));
     if (!s->ranks || !s->comms) return CC_ERR_NO_MEMORY;
+    /* rank_used was read after comm_count, and the writer publishes the
+     * other way round: every counted comm's members lie within it. */
     const int32_t *pool = (const int32_t *)(const void *)(r->base + h->rank_off);
     for (uint32_t i = 0; i < s->nranks; i++)
         s->ranks[i] = __atomic_load_n(&pool[i], __ATOMIC_RELAXED);
@@ -288,7 +295,10 @@ static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, 
     const uint64_t *seq = (const uint64_t *)(const void *)src;
     for (int t = 0; t < tries; t++) {
         uint64_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
-        if (s1 == 0) return 1;
+        if (s1 == 0) return 1; /* the first write makes it 2 */
+        /* Odd: held. A live writer lets go within nanoseconds unless it was
+         * preempted; a dead one never does, and the caller then asks for
+         * only a second look. */
         if (s1 & 1) {
             sched_yield(); /* off the op path: let the writer finish */
             continue;
@@ -303,7 +313,9 @@ static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, 
     return -1;
 }
 
-/* Why a consistent copy cannot be a real entry, or NULL. */
+/* Why a consistent copy cannot be a real entry, or NULL. A consistent copy
+ * of a file someone damaged is still damaged: the seqlock proves only that
+ * no writer was halfway. */
 static const char *check_entry(const cc__fr_header_t *h, uint32_t slot, const cc__fr_entry_t *e)
 {
     if (!e->record_id || (e->record_id - 1) % h->capacity != slot)
@@ -325,8 +337,8 @@ static const char *check_entry(const cc__fr_header_t *h, uint32_t slot, const cc
 static int add_problem(cc__fr_snapshot_t *s, uint32_t slot, uint32_t kind, uint64_t rid,
                        const char *why)
 {
-    if ((s->nproblems & (s->nproblems - 1)) == 0) { /* grow at powers of two */
-        size_t n = s->nproblems ? 2 * (size_t)s->nproblems : 8;
+    if ((s->nproblems & (s->nproblems - 1)) == 0) { /* full at 0, 1, 2, 4, 8, ... */
+        size_t n = s->nproblems ? 2 * (size_t)s->nproblems : 1;
         cc__fr_problem_t *p = realloc(s->problems, n * sizeof(*p));
         if (!p) return -1;
         s->problems = p;
@@ -417,7 +429,8 @@ cc_status_t cc__fr_reader_snapshot(cc__fr_reader_t *r, cc__fr_snapshot_t **out, 
     if (!r || !out) return fail(CC_ERR_INVALID_ARG, err, errlen, "no reader or output");
     cc__fr_snapshot_t *s = calloc(1, sizeof(*s));
     if (!s) return CC_ERR_NO_MEMORY;
-    /* Fixed part from the validated copy, live words read now. */
+    /* Fixed part from the validated copy (never re-read: it could have been
+     * changed to something unchecked), live words read now. */
     cc__fr_header_t now;
     cc__fr_load_words(&now, r->base, sizeof(now));
     s->hdr = r->hdr;
@@ -447,6 +460,8 @@ void cc__fr_snapshot_free(cc__fr_snapshot_t *s)
     free(s);
 }
 
+/* The slot is a hint (it may name a newer comm than the copy knows); the id
+ * decides. Newest first: a comm id used again belongs to the newest record. */
 const cc__fr_comm_t *cc__fr_snap_comm(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e)
 {
     if (e->comm_slot < s->ncomms && s->comms[e->comm_slot].comm_id == e->comm_id)
@@ -465,5 +480,6 @@ const int32_t *cc__fr_snap_comm_ranks(const cc__fr_snapshot_t *s, const cc__fr_c
 uint64_t cc__fr_snap_realtime(const cc__fr_snapshot_t *s, uint64_t mono_ns)
 {
     if (!mono_ns) return 0;
+    /* Signed: a time from before the ring opened is still converted. */
     return s->hdr.realtime_base_ns + (uint64_t)((int64_t)(mono_ns - s->hdr.monotonic_base_ns));
 }

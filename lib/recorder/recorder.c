@@ -22,6 +22,7 @@
 #include "log.h"
 #include "modules.h"
 #include "op.h"
+#include "opclass.h"
 #include "paths.h"
 #include "recorder.h"
 #include "ring.h"
@@ -35,14 +36,6 @@ static int g_subscribed;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t t_tid; /* this thread's kernel id, 0 = not asked yet */
 
-/* Op classes from the op type table: COLL ops move pg_status. */
-enum { CLASS_COLL = 1, CLASS_P2P, CLASS_LIFE };
-static const unsigned char op_class[CC_OP_TYPE_COUNT] = {
-#define CC__OP_CLASS(name, s, cls) CLASS_##cls,
-    CC_OP_TYPE_MAP(CC__OP_CLASS)
-#undef CC__OP_CLASS
-};
-
 static inline cc__fr_ring_t *ring(void)
 {
     return __atomic_load_n(&g_ring, __ATOMIC_ACQUIRE);
@@ -55,9 +48,10 @@ static inline uint32_t my_tid(void)
     return t;
 }
 
+/* Only collectives move pg_status: PyTorch counts collectives there. */
 static inline int is_coll(cc_op_type_t t)
 {
-    return (unsigned)t < CC_OP_TYPE_COUNT && op_class[t] == CLASS_COLL;
+    return cc__fr_op_class((unsigned)t) == CC__FR_CLASS_COLL;
 }
 
 int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name, int rank,
@@ -73,7 +67,12 @@ int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name
  * members' world ranks. */
 static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
 {
-    int32_t small[256];
+    /* A full table must not send every later op of an unrecorded comm
+     * through the mutex and the getters: give up at once. */
+    if (__atomic_load_n(&r->hdr->comm_count, __ATOMIC_RELAXED) >= r->hdr->comm_capacity &&
+        cc__fr_comm_find(info->comm_id) < 0)
+        return -1;
+    int32_t small[256]; /* most comms: no allocation */
     int32_t *wr = small;
     int n = info->size > 0 ? info->size : 0;
     if (n > 256 && !(wr = malloc(sizeof(int32_t) * (size_t)n))) return -1;
@@ -92,11 +91,14 @@ cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user)
 {
     cc__op_t *op = cc__op_of(info);
     cc__fr_ring_t *r = ring();
+    /* Cleared first: START and POST must not act on a stale id. */
     op->rec_id = 0;
     if (!r) return CC_OK;
     int slot = cc__fr_comm_find(info->comm_id);
+    /* COMM_INIT re-registers: a comm id may come back after its destroy. */
     if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
     cc__fr_entry_t e;
+    /* The door stamps its ops; the clock is read only for direct callers. */
     uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
     cc__fr_entry_fill(&e, info, slot, my_tid(), t);
     uint64_t frames[CC__FR_MAX_FRAMES];
@@ -113,14 +115,11 @@ void cc__recorder_on_start(const cc_op_info_t *info, void *user)
     uint64_t rid = cc__op_of(info)->rec_id;
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
-    cc__fr_update_t u = {CC__FR_STARTED,
-                         0,
-                         info->t_start_ns ? info->t_start_ns : cc__now_ns(),
-                         0,
-                         my_tid(),
-                         0,
-                         info->algorithm,
-                         info->transport};
+    cc__fr_update_t u = {.state = CC__FR_STARTED,
+                         .t_start_ns = info->t_start_ns ? info->t_start_ns : cc__now_ns(),
+                         .tid = my_tid(),
+                         .algorithm = info->algorithm,
+                         .transport = info->transport};
     int slot = cc__fr_ring_update(r, rid, &u);
     if (slot >= 0 && is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
@@ -132,14 +131,14 @@ void cc__recorder_on_post(const cc_op_info_t *info, void *user)
     uint64_t rid = cc__op_of(info)->rec_id;
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
-    cc__fr_update_t u = {cc__fr_state_of_status(info->status),
-                         info->status,
-                         info->t_start_ns,
-                         info->t_end_ns ? info->t_end_ns : cc__now_ns(),
-                         my_tid(),
-                         0,
-                         info->algorithm,
-                         info->transport};
+    /* t_start again: an op that never reported START still gets its time. */
+    cc__fr_update_t u = {.state = cc__fr_state_of_status(info->status),
+                         .status = info->status,
+                         .t_start_ns = info->t_start_ns,
+                         .t_end_ns = info->t_end_ns ? info->t_end_ns : cc__now_ns(),
+                         .tid = my_tid(),
+                         .algorithm = info->algorithm,
+                         .transport = info->transport};
     int slot = cc__fr_ring_update(r, rid, &u);
     if (slot >= 0 && u.state == CC__FR_COMPLETED && is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
@@ -154,6 +153,9 @@ void cc__recorder_on_abort(const cc_abort_info_t *info, void *user)
 {
     cc__fr_ring_t *r = ring();
     if (!r || !info) return;
+    /* Only atomics and bounded spins below: this may run in the fatal-signal
+     * handler, over a slot the interrupted thread holds. The comm first, so
+     * a process that dies now still says which comm was aborted and why. */
     cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_ABORTED, info->reason);
     cc__fr_ring_mark_abort(r, info->comm_id);
     (void)user;
@@ -163,6 +165,8 @@ void cc__recorder_mark_signal(int signo)
 {
     cc__fr_ring_t *r = ring();
     if (!r) return;
+    /* Time first, signal last (release): a reader that sees the signal sees
+     * its time. clock_gettime is async-signal-safe. */
     __atomic_store_n(&r->hdr->fatal_signal_ns, cc__now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&r->hdr->fatal_signal, (uint64_t)(unsigned)signo, __ATOMIC_RELEASE);
 }
@@ -176,6 +180,9 @@ const char *cc__recorder_path(void)
 /* The ring of the parent is not the child's: drop it (the child may open its own). */
 static void after_fork_child(void)
 {
+    /* The child's only thread has its own id; the mapping is shared with the
+     * parent, so writing to it would put the child's ops in the parent's
+     * record. Locks a parent thread held are re-made. */
     t_tid = 0;
     pthread_mutex_init(&g_lock, NULL);
     cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
@@ -211,6 +218,7 @@ void cc__recorder_ring_release(void)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* Handles are kept to remove exactly our hooks (a user's stay). */
 static void unsubscribe(void)
 {
     for (int i = 0; i < 4; i++)

@@ -17,17 +17,25 @@
 
 /*
  * Create the ring file and subscribe to every comm's chains. Called once
- * per process by the core when the first (world) communicator exists.
+ * per process by the core when the first (world) communicator exists,
+ * before its COMM_INIT passes the door (a comm first seen later is still
+ * registered, by its first op). The core must zero cc__op_t.rec_id of new
+ * ops (cc__op_prepare's memset does).
  * capacity 0 (CCOMM_RECORDER_ENTRIES=0) turns the recorder off: CC_OK, nothing made.
  * A failure to create the file is logged and returns an error; the core
- * goes on without a recorder.
+ * goes on without a recorder. A second open while open: CC_ERR_INVALID_USAGE.
+ * A forked child drops its parent's ring (it may open its own).
  */
 cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id);
 
-/* Unsubscribe and unmap; the file stays on disk. At process exit and in tests. */
+/* Unsubscribe and unmap; the file stays on disk. In tests; not needed at
+ * exit (an atexit handler marks the ring "exited normally"). Not while ops
+ * of this process run outside the hook chains (direct subscriber calls). */
 void cc__recorder_close(void);
 
-/* Write the PyTorch-compatible JSON dump to `path` (atomic rename). Off the op path. */
+/* Write the PyTorch-compatible JSON dump to `path` (replaced atomically:
+ * temporary file and rename). Any thread, off the op path, never from a
+ * signal handler; never blocks writers. CC_ERR_INVALID_USAGE when off. */
 cc_status_t cc__recorder_dump_json(const char *path);
 
 /* Async-signal-safe: note a fatal signal in the ring header. */

@@ -102,6 +102,7 @@ static inline void slot_unlock(cc__fr_entry_t *e, uint64_t s, int changed)
     __atomic_store_n(&e->seq, changed ? s + 2 : s, __ATOMIC_RELEASE);
 }
 
+/* Health counters of the header: relaxed, only their totals matter. */
 static inline void count(uint64_t *word)
 {
     __atomic_fetch_add(word, 1, __ATOMIC_RELAXED);
@@ -120,6 +121,9 @@ static inline void put_str(char *dst, size_t cap, const char *src)
 void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
                        uint64_t t_enqueue_ns)
 {
+    /* Built in the caller's memory, before any slot is held: the seqlock is
+     * then held only for the stores. Zeroed so reserved bytes stay zero
+     * (later minor versions read zero as "absent"). */
     memset(e, 0, sizeof(*e));
     e->op_id = info->op_id;
     e->comm_id = info->comm_id;
@@ -138,11 +142,14 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
     e->peer = info->peer;
     e->tag = info->tag;
     e->comm_slot = comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM;
+    /* Out-of-range enums are clamped to "none" so readers never reject the
+     * entry for a value the door let through. */
     e->type = (uint8_t)info->type;
     e->dtype = (unsigned)info->dtype <= CC_DTYPE_COUNT ? (uint8_t)info->dtype : CC_DTYPE_COUNT;
     e->redop = (unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop : CC_REDOP_COUNT;
     e->state = CC__FR_SCHEDULED;
     e->status = CC_INPROGRESS;
+    /* Known at PRE only for some ops; START and POST fill them in later. */
     put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
     put_str(e->transport, sizeof(e->transport), info->transport);
     put_str(e->engine, sizeof(e->engine), info->engine);
@@ -152,6 +159,8 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
 {
     if (e->nframes > r->stack_depth) e->nframes = (uint8_t)r->stack_depth;
     for (int t = 0; t < CLAIM_TRIES; t++) {
+        /* The one shared write every op makes; relaxed, because the slot's
+         * seqlock, not the counter, orders the entry's words. */
         uint64_t rid = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
         cc__fr_entry_t *slot = slot_of(r, rid);
         uint64_t s = slot_lock(slot, SPINS_CLAIM);
@@ -162,7 +171,8 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
             continue;
         }
         e->record_id = rid;
-        /* Everything after seq, in one pass of word stores. */
+        /* Everything after seq, in one pass of word stores: every word is
+         * rewritten, so nothing of the slot's previous op survives. */
         cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
         uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
         for (unsigned i = 0; i < e->nframes; i++)
@@ -183,6 +193,8 @@ struct flags_word {
     uint32_t end_tid;
 };
 
+/* A string field is rewritten whole (NUL padding included) so a shorter
+ * name never leaves the tail of a longer one behind. */
 static void store_str_field(void *dst, size_t cap, const char *src)
 {
     char buf[32];
@@ -201,6 +213,7 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
         slot_unlock(e, s, 0);
         goto dropped;
     }
+    /* state and status share a word: read, change, write back (we hold it). */
     struct state_word sw;
     uint64_t w = ld(&e->state);
     memcpy(&sw, &w, 8);
@@ -214,6 +227,7 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
     if (is_end) sw.status = u->status;
     memcpy(&w, &sw, 8);
     st(&e->state, w);
+    /* The first start time wins: POST repeats it, it must not move it. */
     if (u->t_start_ns && !ld(&e->t_start_ns)) st(&e->t_start_ns, u->t_start_ns);
     if (is_end) st(&e->t_end_ns, u->t_end_ns);
     if (is_end || u->add_flags) {
@@ -227,6 +241,7 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
     }
     if (u->algorithm) store_str_field(e->algorithm, sizeof(e->algorithm), u->algorithm);
     if (u->transport) store_str_field(e->transport, sizeof(e->transport), u->transport);
+    /* Read under the lock: the caller moves this comm's pg_status. */
     int comm_slot = e->comm_slot;
     slot_unlock(e, s, 1);
     return comm_slot;
@@ -248,6 +263,8 @@ unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id)
         if (sw.state != CC__FR_SCHEDULED && sw.state != CC__FR_STARTED) continue;
         uint64_t s = slot_lock(e, SPINS_ABORT);
         if (s & 1) continue; /* held, maybe by the thread this signal interrupted */
+        /* Look again under the lock: the op may have ended or the slot been
+         * reused between the unlocked look and the CAS. */
         w = ld(&e->state);
         memcpy(&sw, &w, 8);
         int hit = ld(&e->comm_id) == comm_id &&
@@ -291,13 +308,21 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
+/*
+ * Tables are sized once, generously: the pages are reserved but a comm or
+ * rank costs nothing until recorded, and growing a shared mapping under
+ * running writers is not worth its complexity. The pool holds 64 full-size
+ * comms' members, enough for world plus the splits training jobs make.
+ */
 static void plan(const cc__fr_ring_params_t *p, struct layout *l)
 {
     l->comm_cap = p->comm_capacity ? p->comm_capacity : CC__FR_COMM_CAPACITY;
+    /* Entries name their comm with a u16; 0xffff means none. */
     if (l->comm_cap >= CC__FR_NO_COMM) l->comm_cap = CC__FR_NO_COMM - 1;
     uint64_t ranks = p->rank_capacity;
     if (!ranks) ranks = p->world_size > 1024 ? (uint64_t)p->world_size * 64 : 65536;
     l->rank_cap = ranks > (1u << 24) ? (1u << 24) : (uint32_t)ranks;
+    /* Whole cache lines per slot: two writers never share a line. */
     l->entry_size = (uint32_t)round_up(CC__FR_ENTRY_BYTES + 8 * p->stack_depth, 64);
     l->comm_off = 4096;
     l->rank_off = l->comm_off + (uint64_t)l->comm_cap * CC__FR_COMM_BYTES;
@@ -322,6 +347,8 @@ static void write_header(cc__fr_ring_t *r, const cc__fr_ring_params_t *p, const 
     h->world_size = p->world_size;
     h->pid = (int32_t)getpid();
     h->header_struct = CC__FR_HEADER_BYTES;
+    /* Read back to back: entries keep monotonic times (cheap, never jump);
+     * readers turn them into wall-clock times with this pair. */
     h->realtime_base_ns = cc__realtime_ns();
     h->monotonic_base_ns = cc__now_ns();
     h->comm_off = l->comm_off;
@@ -388,6 +415,7 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     r->fd = -1;
     cc_status_t st = map_file(r, path, l.file_size);
     if (st != CC_OK) {
+        /* A half-made file without its magic would only confuse ccdump. */
         if (r->fd >= 0) close(r->fd);
         unlink(path);
         free(r);
@@ -399,6 +427,7 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     r->ranks = (int32_t *)(void *)(base + l.rank_off);
     r->modules = (cc__fr_module_t *)(void *)(base + l.module_off);
     r->capacity = p->capacity;
+    /* A power-of-two capacity turns the per-op modulo into a mask. */
     r->mask = (p->capacity & (p->capacity - 1)) ? 0 : p->capacity - 1;
     r->entry_size = l.entry_size;
     r->stack_depth = p->stack_depth;
@@ -412,6 +441,7 @@ void cc__fr_ring_destroy(cc__fr_ring_t *r)
 {
     if (!r) return;
     if (r->hdr) {
+        /* Tells readers the process did not die with this ring open. */
         __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
         munmap(r->hdr, r->size);
     }

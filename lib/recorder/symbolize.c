@@ -73,10 +73,12 @@ static const Elf64_Shdr *sections(const unsigned char *f, size_t size, unsigned 
     return (const Elf64_Shdr *)(const void *)(f + eh->e_shoff);
 }
 
-static int in_file(const Elf64_Shdr *sh, size_t size)
+/* Inside the file and aligned for `align`-byte reads (the structs are read
+ * in place: a misaligned table in a damaged file must not be touched). */
+static int in_file(const Elf64_Shdr *sh, size_t size, size_t align)
 {
     return sh->sh_type != SHT_NOBITS && sh->sh_offset <= size &&
-           sh->sh_size <= size - sh->sh_offset;
+           sh->sh_size <= size - sh->sh_offset && sh->sh_offset % align == 0;
 }
 
 /* Does the file's GNU build id match the recorded one (or is either unknown)? */
@@ -84,7 +86,7 @@ static int same_build(const unsigned char *f, size_t size, const Elf64_Shdr *sh,
                       const cc__fr_module_t *m)
 {
     for (unsigned i = 0; m->build_id_len && i < n; i++) {
-        if (sh[i].sh_type != SHT_NOTE || !in_file(&sh[i], size)) continue;
+        if (sh[i].sh_type != SHT_NOTE || !in_file(&sh[i], size, 4)) continue;
         const unsigned char *p = f + sh[i].sh_offset, *end = p + sh[i].sh_size;
         while (p + sizeof(Elf64_Nhdr) <= end) {
             const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(const void *)p;
@@ -109,9 +111,9 @@ static int by_addr(const void *a, const void *b)
 static void collect(struct modsyms *ms, const unsigned char *f, size_t size, const Elf64_Shdr *sh,
                     unsigned n, const Elf64_Shdr *tab)
 {
-    if (!in_file(tab, size) || tab->sh_entsize != sizeof(Elf64_Sym) || tab->sh_link >= n) return;
+    if (!in_file(tab, size, 8) || tab->sh_entsize != sizeof(Elf64_Sym) || tab->sh_link >= n) return;
     const Elf64_Shdr *str = &sh[tab->sh_link];
-    if (!in_file(str, size) || str->sh_size == 0) return;
+    if (!in_file(str, size, 1) || str->sh_size == 0) return;
     const char *strs = (const char *)f + str->sh_offset;
     if (strs[str->sh_size - 1] != '\0') return; /* names must end inside the table */
     size_t count = tab->sh_size / sizeof(Elf64_Sym);
@@ -129,8 +131,10 @@ static void collect(struct modsyms *ms, const unsigned char *f, size_t size, con
 
 static void load(struct modsyms *ms, const cc__fr_module_t *m)
 {
-    ms->loaded = 1;
-    int fd = m->path[0] ? open(m->path, O_RDONLY | O_CLOEXEC) : -1;
+    ms->loaded = 1; /* one try per module, found or not */
+    /* The path comes from the ring, which may be hostile: never block on a
+     * FIFO or a device (O_NONBLOCK), and read only regular files. */
+    int fd = m->path[0] ? open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
     struct stat st;
     if (fd < 0) return;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
@@ -145,6 +149,7 @@ static void load(struct modsyms *ms, const cc__fr_module_t *m)
     unsigned n = 0;
     const Elf64_Shdr *sh = sections(map, ms->map_size, &n);
     if (!sh || !same_build(map, ms->map_size, sh, n, m)) return;
+    /* .symtab has the static functions too; stripped files keep .dynsym. */
     const Elf64_Shdr *tab = NULL;
     for (unsigned i = 0; i < n; i++)
         if (sh[i].sh_type == SHT_SYMTAB || (!tab && sh[i].sh_type == SHT_DYNSYM)) tab = &sh[i];
@@ -163,6 +168,7 @@ void cc__fr_symbolize(cc__fr_symbolizer_t *z, uint64_t addr, char *name, size_t 
         *file = m->path[0] ? m->path : "??";
         struct modsyms *ms = &z->mods[i];
         if (!ms->loaded) load(ms, m);
+        /* Runtime address -> the file's virtual address, as in its symbols. */
         uint64_t va = addr - m->load_addr;
         size_t lo = 0, hi = ms->n; /* first symbol above va */
         while (lo < hi) {

@@ -45,6 +45,23 @@ static inline void rec_remove_dir(void)
     rec_dir[0] = '\0';
 }
 
+/* cmocka fixtures: a fresh directory; afterwards the recorder closed and the
+ * directory gone. */
+static inline int rec_setup(void **state)
+{
+    (void)state;
+    rec_make_dir();
+    return 0;
+}
+
+static inline int rec_teardown(void **state)
+{
+    (void)state;
+    cc__recorder_close();
+    rec_remove_dir();
+    return 0;
+}
+
 /* Open the recorder with `entries` slots and stacks on or off. */
 static inline cc_status_t rec_open(int entries, int stack)
 {

@@ -15,21 +15,6 @@
 
 static const int32_t world2[2] = {0, 1};
 
-static int setup(void **state)
-{
-    (void)state;
-    rec_make_dir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    cc__recorder_close();
-    rec_remove_dir();
-    return 0;
-}
-
 static json_t *get(json_t *obj, const char *key, json_type type)
 {
     json_t *v = json_object_get(obj, key);
@@ -81,6 +66,17 @@ static void record_mix(void)
     issue_op(&ops[5], CC_OK, 1);
     rec_op(&ops[6], CC_OP_COMM_DESTROY, 77, 7, 0);
     issue_op(&ops[6], CC_OK, 3);
+}
+
+/* Open a ring, record the mix, dump it to <dir>/<name> and load the dump. */
+static json_t *dump_mix(int entries, int stack, const char *name)
+{
+    assert_int_equal(rec_open(entries, stack), CC_OK);
+    record_mix();
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", rec_dir, name);
+    assert_int_equal(cc_recorder_dump(path), CC_OK);
+    return load(path);
 }
 
 static json_t *entry_by_op(json_t *entries, json_int_t op_id)
@@ -140,12 +136,7 @@ static void check_entry_keys(json_t *e)
 static void test_pytorch_keys(void **state)
 {
     (void)state;
-    assert_int_equal(rec_open(64, 0), CC_OK);
-    record_mix();
-    char path[400];
-    snprintf(path, sizeof(path), "%s/d.json", rec_dir);
-    assert_int_equal(cc_recorder_dump(path), CC_OK);
-    json_t *j = load(path);
+    json_t *j = dump_mix(64, 0, "d.json");
     assert_string_equal(json_string_value(get(j, "version", JSON_STRING)), "2.10");
     assert_string_equal(json_string_value(get(j, "comm_lib_version", JSON_STRING)),
                         "ccomm-" CC_VERSION_STRING);
@@ -183,12 +174,7 @@ static void test_pytorch_keys(void **state)
 static void test_entry_values(void **state)
 {
     (void)state;
-    assert_int_equal(rec_open(64, 0), CC_OK);
-    record_mix();
-    char path[400];
-    snprintf(path, sizeof(path), "%s/d.json", rec_dir);
-    assert_int_equal(cc_recorder_dump(path), CC_OK);
-    json_t *j = load(path), *entries = get(j, "entries", JSON_ARRAY);
+    json_t *j = dump_mix(64, 0, "d.json"), *entries = get(j, "entries", JSON_ARRAY);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     json_int_t now = (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -302,12 +288,7 @@ static void test_empty_ring(void **state)
 static void test_frames(void **state)
 {
     (void)state;
-    assert_int_equal(rec_open(16, 1), CC_OK);
-    record_mix();
-    char path[400];
-    snprintf(path, sizeof(path), "%s/f.json", rec_dir);
-    assert_int_equal(cc_recorder_dump(path), CC_OK);
-    json_t *j = load(path);
+    json_t *j = dump_mix(16, 1, "f.json");
     json_t *frames = get(entry_by_op(get(j, "entries", JSON_ARRAY), 1), "frames", JSON_ARRAY);
     assert_true(json_array_size(frames) >= 2);
     json_t *f0 = json_array_get(frames, 0);
@@ -324,11 +305,11 @@ static void test_frames(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_pytorch_keys, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_entry_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_default_path_and_atomic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_ring, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_frames, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pytorch_keys, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_entry_values, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_default_path_and_atomic, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_empty_ring, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_frames, rec_setup, rec_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

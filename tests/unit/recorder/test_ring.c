@@ -13,21 +13,6 @@
 
 static const int32_t world2[2] = {0, 1};
 
-static int setup(void **state)
-{
-    (void)state;
-    rec_make_dir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    cc__recorder_close();
-    rec_remove_dir();
-    return 0;
-}
-
 static const cc__fr_entry_t *find_op(const cc__fr_snapshot_t *s, uint64_t op_id)
 {
     for (uint32_t i = 0; i < s->nentries; i++)
@@ -272,15 +257,15 @@ static void test_bad_open(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_states, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wrap_around, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_odd_capacity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_late_update_dropped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_abort_marks_unfinished, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fatal_signal_mark, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_off, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_states, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_around, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_odd_capacity, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_late_update_dropped, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_abort_marks_unfinished, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_fatal_signal_mark, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_lifecycle, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
