@@ -271,14 +271,12 @@ static cc_status_t create_locked(int rank, int world_size, const char *job_id)
     cc__fr_job_component(job_id && *job_id ? job_id : cfg->job_id, job, sizeof(job));
     CC_CHECK(make_path(rank, job, path, sizeof(path)));
     if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
-    cc__fr_ring_params_t p = {(uint32_t)cfg->recorder_entries,
-                              cfg->recorder_stack ? DEFAULT_FRAMES : 0,
-                              0,
-                              0,
-                              rank,
-                              world_size,
-                              host,
-                              job};
+    cc__fr_ring_params_t p = {.capacity = (uint32_t)cfg->recorder_entries,
+                              .stack_depth = cfg->recorder_stack ? DEFAULT_FRAMES : 0,
+                              .rank = rank,
+                              .world_size = world_size,
+                              .host = host,
+                              .job_id = job};
     cc__fr_ring_t *r;
     CC_CHECK(cc__fr_ring_create(path, &p, &r));
     cc__fr_modules_scan(r);
