@@ -309,10 +309,12 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 }
 
 /*
- * Tables are sized once, generously: the pages are reserved but a comm or
- * rank costs nothing until recorded, and growing a shared mapping under
- * running writers is not worth its complexity. The pool holds 64 full-size
- * comms' members, enough for world plus the splits training jobs make.
+ * Tables are sized once: growing a shared mapping under running writers is
+ * not worth its complexity. Their pages are reserved with the slots (about
+ * 280 KiB next to 1 MiB of slots by default), so they are sized for real
+ * jobs, not for the worst case: 512 comms, and members for 64 comms of the
+ * world's size (at least 16384 ranks), enough for world plus the splits
+ * training jobs make.
  */
 static void plan(const cc__fr_ring_params_t *p, struct layout *l)
 {
@@ -320,7 +322,7 @@ static void plan(const cc__fr_ring_params_t *p, struct layout *l)
     /* Entries name their comm with a u16; 0xffff means none. */
     if (l->comm_cap >= CC__FR_NO_COMM) l->comm_cap = CC__FR_NO_COMM - 1;
     uint64_t ranks = p->rank_capacity;
-    if (!ranks) ranks = p->world_size > 1024 ? (uint64_t)p->world_size * 64 : 65536;
+    if (!ranks) ranks = p->world_size > 256 ? (uint64_t)p->world_size * 64 : 16384;
     l->rank_cap = ranks > (1u << 24) ? (1u << 24) : (uint32_t)ranks;
     /* Whole cache lines per slot: two writers never share a line. */
     l->entry_size = (uint32_t)round_up(CC__FR_ENTRY_BYTES + 8 * p->stack_depth, 64);

@@ -17,8 +17,8 @@
 #include "format.h"
 
 #define CC__FR_MAX_CAPACITY    (1u << 24) /* slots; readers refuse more */
-#define CC__FR_COMM_CAPACITY   1024u      /* comm records per ring */
-#define CC__FR_MODULE_CAPACITY 512u       /* module records per ring */
+#define CC__FR_COMM_CAPACITY   512u       /* comm records per ring */
+#define CC__FR_MODULE_CAPACITY 256u       /* module records per ring */
 
 /* What a ring is created with. */
 typedef struct cc__fr_ring_params {

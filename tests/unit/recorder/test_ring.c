@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "rec_util.h"
+#include "recorder/comms.h"
 
 static const int32_t world2[2] = {0, 1};
 
@@ -223,6 +224,51 @@ static void test_lifecycle(void **state)
     cc__fr_snapshot_free(s);
 }
 
+/* Tables full: the op path goes on, entries just lack a comm record. */
+static void test_tables_full(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof(path), "%s/small.ccfr", rec_dir);
+    cc__fr_ring_params_t p = {.capacity = 8,
+                              .comm_capacity = 2,
+                              .rank_capacity = 4,
+                              .rank = 0,
+                              .world_size = 2,
+                              .host = "h",
+                              .job_id = "j"};
+    cc__fr_ring_t *r = NULL;
+    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    const int32_t eight[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    cc__fr_comm_desc_t a = {1, 0, "a", 2, 0, -1, world2}, b = {2, 0, "b", 8, 0, -1, eight},
+                       c = {3, 0, "c", 2, 0, -1, world2};
+    assert_int_equal(cc__fr_comm_add(r, &a), 0);
+    assert_int_equal(cc__fr_comm_add(r, &b), 1); /* 8 members do not fit 4 - 2 */
+    assert_int_equal(cc__fr_comm_add(r, &c), -1);
+    assert_int_equal(cc__fr_comm_add(r, &a), 0); /* known: same slot */
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 3, 1, 1);
+    cc__fr_entry_t e;
+    cc__fr_entry_fill(&e, &op.info, cc__fr_comm_find(3), 1, 5);
+    assert_int_equal(cc__fr_ring_pre(r, &e, NULL), 1);
+    cc__fr_ring_destroy(r);
+    cc__fr_comm_reset();
+
+    cc__fr_reader_t *rd = NULL;
+    cc__fr_snapshot_t *s = NULL;
+    assert_int_equal(cc__fr_reader_open(path, &rd, NULL, 0), CC_OK);
+    assert_int_equal(cc__fr_reader_snapshot(rd, &s, NULL, 0), CC_OK);
+    assert_int_equal(s->ncomms, 2);
+    assert_true(s->comms[1].flags & CC__FR_CF_RANKS_FULL);
+    assert_null(cc__fr_snap_comm_ranks(s, &s->comms[1]));
+    assert_int_equal(cc__fr_snap_comm_ranks(s, &s->comms[0])[1], 1);
+    assert_int_equal(s->nentries, 1);
+    assert_int_equal(cc__fr_snap_entry(s, 0)->comm_slot, CC__FR_NO_COMM);
+    assert_null(cc__fr_snap_comm(s, cc__fr_snap_entry(s, 0)));
+    cc__fr_snapshot_free(s);
+    cc__fr_reader_close(rd);
+}
+
 static void test_recorder_off(void **state)
 {
     (void)state;
@@ -264,6 +310,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_marks_unfinished, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_fatal_signal_mark, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_lifecycle, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
     };
