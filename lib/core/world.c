@@ -3,7 +3,6 @@
  * asked to), the job id every rank agrees on, and the world-size check.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,31 +13,6 @@
 #include "comm.h"
 #include "config.h"
 #include "log.h"
-
-/*
- * How many worlds each rank of this process has joined, so that init,
- * destroy, init in one job uses fresh keys. Counted per rank, not per
- * process, so that ranks run as threads of one process agree too.
- */
-static pthread_mutex_t g_gen_lock = PTHREAD_MUTEX_INITIALIZER;
-static int *g_gen;
-static int g_ngen;
-
-static int next_generation(int rank)
-{
-    pthread_mutex_lock(&g_gen_lock);
-    if (rank >= g_ngen) {
-        int n = rank + 16, *p = realloc(g_gen, (size_t)n * sizeof(int));
-        if (p) {
-            memset(p + g_ngen, 0, (size_t)(n - g_ngen) * sizeof(int));
-            g_gen = p;
-            g_ngen = n;
-        }
-    }
-    int gen = rank < g_ngen ? g_gen[rank]++ : 0;
-    pthread_mutex_unlock(&g_gen_lock);
-    return gen;
-}
 
 /* Split "host:port"; IPv6 as "[addr]:port". */
 static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)
@@ -183,7 +157,6 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     w->world_size = size;
     snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
     char prefix[32];
-    snprintf(prefix, sizeof(prefix), "world%d/", next_generation(rank));
     if (!cfg->job_key[0])
         cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
                     "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
@@ -205,6 +178,12 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
         st = CC_ERR_BUSY;
     }
     if (st != CC_OK) goto fail;
+    /* Init, destroy, init in one job needs fresh keys. The store numbers the arrivals: a
+     * world's ranks all arrive before any of them can start the next world, so arrival k
+     * belongs to generation (k - 1) / size. This holds for ranks that are threads too. */
+    int64_t arrival = 0;
+    CC_CHECK_GOTO(cc__store_add(w->store, "world/arrivals", 1, &arrival), st, fail);
+    snprintf(prefix, sizeof(prefix), "world%lld/", (long long)((arrival - 1) / size));
     CC_CHECK_GOTO(claim_size(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(claim_rank(w, rank, prefix), st, fail);
     CC_CHECK_GOTO(check_sizes(w, rank, size, prefix), st, fail);

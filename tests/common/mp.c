@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,14 @@
 #include "mp.h"
 
 #define TEST_KEY "ccomm-test-key"
+#define CHILD_VAR "CCTEST_RANK_CHILD"
+
+extern char **environ;
+
+/* The anchor for function offsets: any function of this binary. */
+static void anchor(void)
+{
+}
 
 static cc__store_server_t *start_store(char *addr, size_t len)
 {
@@ -39,27 +48,74 @@ static void describe(int rank, const cc_test_child_t *c)
                  strsignal(c->signo));
 }
 
-int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
-                       const char *const *env, cc_test_child_t *out)
+/* In an exec'd child: run the rank and leave before main. */
+__attribute__((constructor)) static void child_entry(void)
 {
+    const char *spec = getenv(CHILD_VAR);
+    if (!spec) return;
+    long long off;
+    int rank, size, pos = 0;
     char addr[64];
-    setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
-    cc__config_reload();
-    cc__store_server_t *srv = start_store(addr, sizeof(addr));
-    if (!srv) return n;
-    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
-    cc_test_child_t *res = calloc((size_t)n, sizeof(*res));
-    fflush(NULL);
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            for (const char *const *e = env; e && *e; e++) putenv((char *)*e);
-            cc__config_reload();
-            int rc = fn(r, n, addr, arg);
-            fflush(NULL);
-            _exit(rc);
-        }
+    if (sscanf(spec, "%lld;%d;%d;%63[^;];%n", &off, &rank, &size, addr, &pos) != 4 || !pos) {
+        fprintf(stderr, "harness: bad %s=%s\n", CHILD_VAR, spec);
+        _exit(99);
     }
+    const char *arg = spec[pos] == '-' ? NULL : spec + pos + 1; /* "-" none, "=text" a string */
+    char *argcopy = arg ? strdup(arg) : NULL;
+    unsetenv(CHILD_VAR);
+    cc_test_rank_fn fn = (cc_test_rank_fn)(void *)((char *)(void *)anchor + off);
+    int rc = fn(rank, size, addr, argcopy);
+    fflush(NULL);
+    exit(rc);
+}
+
+/* Build the child's environment: ours, the caller's extras, the child spec. */
+static char **child_env(const char *const *extra, const char *spec)
+{
+    size_t n = 0, k = 0;
+    while (environ[n]) n++;
+    for (const char *const *e = extra; e && *e; e++) k++;
+    char **env = calloc(n + k + 2, sizeof(char *));
+    size_t o = 0;
+    for (const char *const *e = extra; e && *e; e++) env[o++] = (char *)*e;
+    for (size_t i = 0; i < n; i++) {
+        int shadowed = 0; /* the caller's extras win over inherited values */
+        for (size_t j = 0; j < k; j++) {
+            const char *eq = strchr(env[j], '=');
+            size_t len = eq ? (size_t)(eq - env[j]) + 1 : strlen(env[j]);
+            shadowed |= !strncmp(environ[i], env[j], len);
+        }
+        if (!shadowed) env[o++] = environ[i];
+    }
+    env[o++] = (char *)spec;
+    env[o] = NULL;
+    return env;
+}
+
+static pid_t spawn(int r, int n, const char *addr, cc_test_rank_fn fn, const void *arg,
+                   const char *const *extra)
+{
+    long long off = (long long)((char *)(void *)fn - (char *)(void *)anchor);
+    size_t alen = arg ? strlen(arg) : 0;
+    char *spec = malloc(alen + 160);
+    snprintf(spec, alen + 160, "%s=%lld;%d;%d;%s;%s%s", CHILD_VAR, off, r, n, addr,
+             arg ? "=" : "-", arg ? (const char *)arg : "");
+    char **env = child_env(extra, spec);
+    char *argv[] = {(char *)"ccomm-test-rank", NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execve("/proc/self/exe", argv, env);
+        _exit(98);
+    }
+    free(env);
+    free(spec);
+    return pid;
+}
+
+/* Wait for all children until the deadline; kill the rest. Returns failures. */
+static int reap(pid_t *pids, cc_test_child_t *res, int n, int timeout_s)
+{
     int left = n, failed = 0;
     double deadline = now_s() + timeout_s;
     while (left > 0) {
@@ -93,6 +149,21 @@ int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
         describe(r, &res[r]);
         if (!(res[r].exited && res[r].code == 0)) failed++;
     }
+    return failed;
+}
+
+int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
+                       const char *const *env, cc_test_child_t *out)
+{
+    char addr[64];
+    setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
+    cc__config_reload();
+    cc__store_server_t *srv = start_store(addr, sizeof(addr));
+    if (!srv) return n;
+    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+    cc_test_child_t *res = calloc((size_t)n, sizeof(*res));
+    for (int r = 0; r < n; r++) pids[r] = spawn(r, n, addr, fn, arg, env);
+    int failed = reap(pids, res, n, timeout_s);
     if (out) memcpy(out, res, (size_t)n * sizeof(*res));
     free(res);
     free(pids);

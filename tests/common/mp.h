@@ -1,10 +1,18 @@
 /*
  * mp.h - multi-rank test harness, two tiers as in Gloo's tests:
  *  - cc_test_thread_ranks: ranks as threads of this process (fast logic tests);
- *  - cc_test_fork_ranks: ranks as forked processes over real shm and TCP,
+ *  - cc_test_fork_ranks: ranks as separate processes over real shm and TCP,
  *    each reporting by exit status, with a timeout after which every child
  *    is killed and the test fails.
  * The parent hosts a store with a job key for each run.
+ *
+ * A forked rank execs the test binary again at once (fork + exec, nothing
+ * in between), so it starts as a fresh process: no threads, locks or ccomm
+ * state inherited from the parent (its store thread, services of solo
+ * communicators made by earlier tests, a sanitizer's allocator lock). A
+ * constructor in mp.c recognises the child and runs the rank function,
+ * found by its offset from a symbol of the same binary. So for forked ranks
+ * `arg` must be NULL or a NUL-terminated string (the child gets a copy).
  */
 #ifndef CC_TEST_MP_H
 #define CC_TEST_MP_H
