@@ -13,6 +13,7 @@
 #include "ccomm/work.h"
 #include "ccomm/coll.h"
 #include "ccomm/hooks.h"
+#include "ccomm/clog.h"
 #include "ccomm/env.h"
 
 #endif /* CCOMM_CCOMM_H */
