@@ -418,6 +418,17 @@ size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
     putf_i64(&o, (int64_t)getpid());
     puts_(&o, "|host=");
     put_esc(&o, host, 1024);
+    /* Which events the file can hold: a reader must not call an op "never
+     * ended" when E lines were not asked for. */
+    static const char letters[] = "QSEWA";
+    char ev[8];
+    size_t ne = 0;
+    for (int i = 0; i < 5; i++)
+        if (c->events & (1u << i)) ev[ne++] = letters[i];
+    if (!ne) ev[ne++] = '-';
+    ev[ne] = '\0';
+    puts_(&o, "|events=");
+    puts_(&o, ev);
     puts_(&o, "\n");
     return o.len;
 }
