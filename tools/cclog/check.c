@@ -275,7 +275,7 @@ static int check_across(struct ctx *c, cl_log_t **logs, int nlogs)
     int hdr = 0;
     for (int i = 0; i < nlogs; i++)
         if (logs[i] && !logs[i]->unusable && collect_last(logs[i], &v, &n, &cap)) return -1;
-    qsort(v, n, sizeof(*v), last_cmp);
+    if (n) qsort(v, n, sizeof(*v), last_cmp);
     for (size_t i = 0; i < n;) {
         size_t end = i;
         while (end < n && !strcmp(v[end].comm, v[i].comm)) end++;

@@ -224,7 +224,7 @@ int cclog_stats(int argc, char **argv, FILE *out, FILE *err)
     for (int i = 0; logs && i < n && !rc; i++)
         if (logs[i] && !logs[i]->unusable) rc = collect(logs[i], &s);
     if (!rc && logs) {
-        qsort(s.v, s.n, sizeof(*s.v), sample_cmp);
+        if (s.n) qsort(s.v, s.n, sizeof(*s.v), sample_cmp);
         rc = print_stats(out, s.v, s.n);
     }
     if (rc || !logs) fprintf(err, "cclog stats: out of memory\n");
