@@ -99,8 +99,9 @@ typedef uint64_t cc_hook_handle_t;
  *   flags  0 or CC_HOOK_SIGNAL_SAFE (abort hooks only)
  *   handle out: the hook's handle, for cc_hook_remove
  * Returns CC_OK, CC_ERR_INVALID_ARG (fn or handle NULL, comm invalid, bad
- * flags), CC_ERR_NO_MEMORY. A hook of a communicator goes away with it.
- * Thread safety: any thread, any time.
+ * flags), CC_ERR_INVALID_USAGE (called from inside a hook), CC_ERR_NO_MEMORY.
+ * A hook of a communicator goes away with it.
+ * Thread safety: any thread, any time, except from inside a hook.
  */
 CC_API cc_status_t cc_hook_add_pre(cc_comm_t *comm, cc_pre_hook_fn fn, void *user, unsigned flags,
                                    cc_hook_handle_t *handle);
@@ -118,8 +119,9 @@ CC_API cc_status_t cc_hook_add_abort(cc_comm_t *comm, cc_abort_hook_fn fn, void 
 /*
  * cc_hook_remove - remove a hook. When it returns, the hook is not running
  * on any thread and will not run again. Idempotent: CC_OK the first time,
- * CC_ERR_NOT_FOUND for a handle already removed (or never issued).
- * Must not be called from inside a hook. Thread safety: any thread.
+ * CC_ERR_NOT_FOUND for a handle already removed (or never issued),
+ * CC_ERR_INVALID_USAGE from inside a hook (it would wait for itself).
+ * Thread safety: any thread.
  */
 CC_API cc_status_t cc_hook_remove(cc_hook_handle_t handle);
 

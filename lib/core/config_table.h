@@ -79,6 +79,10 @@
       "Signal that makes a process write its dump; NONE for none.", 0)                             \
     X(ABORT_ON_TIMEOUT, abort_on_timeout, BOOL, "0",                                               \
       "After a timeout and its dump, end the process (SIGABRT) instead of returning errors.", 0)   \
+    X(FATAL_SIGNALS, fatal_signals, BOOL, "1",                                                     \
+      "Catch SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT to mark the flight recorder, then pass "   \
+      "them on to the previous handler or the default action.",                                    \
+      0)                                                                                           \
     X(HEARTBEAT_MS, heartbeat_ms, INT, "1000",                                                     \
       "Interval of the liveness heartbeat between ranks, in milliseconds.", 0)                     \
     X(DESYNC_CHECK, desync_check, BOOL, "0",                                                       \

@@ -47,7 +47,7 @@ typedef struct cc__op {
     void *engine_data[4];
 
     /* Async completion: set by cc__op_finished, read by cc_work_*. */
-    _Atomic uint32_t done;      /* 0 pending, 1 finished (futex word) */
+    _Atomic uint32_t done;      /* futex word: 0 pending, 2 pending and a waiter sleeps, 1 done */
     struct cc_work *work;       /* NULL for blocking ops */
     struct cc__op *next;        /* engine queues */
 } cc__op_t;

@@ -1,0 +1,215 @@
+/*
+ * door.c - the one door every operation passes.
+ *
+ *   validate (callers, see coll_api.c) -> identity -> PRE chain -> engine
+ *   -> START chain (cc__op_started) -> POST chain (cc__op_finished)
+ *
+ * Lifecycle events (init, split, destroy, abort) pass the same chains with
+ * an action in place of the engine. Nothing here locks, allocates, makes a
+ * system call or formats on the path of a healthy op: ids are atomic
+ * counters, times come from the vDSO clock, and a blocking op lives on the
+ * caller's stack.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "door.h"
+#include "log.h"
+#include "work.h"
+
+static _Atomic uint64_t g_op_id;
+
+void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type)
+{
+    memset(op, 0, sizeof(*op));
+    op->comm = comm;
+    op->info.comm = comm;
+    op->info.comm_id = comm->id;
+    op->info.comm_name = comm->name;
+    op->info.rank = comm->rank;
+    op->info.size = comm->size;
+    op->info.type = type;
+    op->info.root = -1;
+    op->info.peer = -1;
+    op->info.dtype = CC_DTYPE_COUNT;
+    op->info.redop = CC_REDOP_COUNT;
+    op->info.timeout_ms = comm->timeout_ms;
+    op->info.device = comm->device;
+    op->info.status = CC_INPROGRESS;
+    op->info.engine = comm->engine ? comm->engine->name : NULL;
+    op->premul_scalar = 1.0;
+}
+
+/* Number the op: op_id always; coll_seq or p2p_seq by class. */
+static void assign_identity(cc__op_t *op)
+{
+    cc_comm_t *comm = op->comm;
+    op->info.op_id = atomic_fetch_add_explicit(&g_op_id, 1, memory_order_relaxed) + 1;
+    switch (op->info.type) {
+#define CC__OPCLASS_CASE(name, s, cls)                                                             \
+    case CC_OP_##name:                                                                             \
+        CC__SEQ_##cls(op, comm);                                                                   \
+        break;
+#define CC__SEQ_COLL(op, comm) (op)->info.coll_seq = ++(comm)->coll_seq
+#define CC__SEQ_P2P(op, comm)                                                                      \
+    do {                                                                                           \
+        if ((op)->info.peer >= 0) {                                                                \
+            uint64_t *ctr = cc__op_is_recv((op)->info.type) ? (comm)->recv_seq : (comm)->send_seq; \
+            (op)->info.p2p_seq = ++ctr[(op)->info.peer];                                           \
+        }                                                                                          \
+    } while (0)
+#define CC__SEQ_LIFE(op, comm) (void)0
+        CC_OP_TYPE_MAP(CC__OPCLASS_CASE)
+#undef CC__OPCLASS_CASE
+    default: break;
+    }
+}
+
+int cc__op_is_recv(cc_op_type_t type)
+{
+    return type == CC_OP_RECV || type == CC_OP_RECV_BYTES;
+}
+
+void cc__op_started(cc__op_t *op)
+{
+    int expect = CC__OP_SCHEDULED;
+    if (!atomic_compare_exchange_strong(&op->state, &expect, CC__OP_STARTED)) return;
+    op->info.t_start_ns = cc__now_ns();
+    cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Errors after the op was handed over leave the ranks out of step. */
+static int is_fatal(cc_status_t st)
+{
+    return st < 0 && !CC_STATUS_IS_CALL_ERROR(st);
+}
+
+void cc__op_finished(cc__op_t *op, cc_status_t status)
+{
+    cc_comm_t *comm = op->comm;
+    op->info.t_end_ns = cc__now_ns();
+    op->info.status = status;
+    atomic_store(&op->state, CC__OP_DONE);
+    atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
+    atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
+    cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info);
+    if (is_fatal(status) && status != CC_ERR_ABORTED)
+        cc__comm_fail(comm, status, op, cc_status_str(status));
+    struct cc_work *work = op->work;
+    /* After this exchange a blocking caller may return and free the op.
+     * Only a waiter that announced it sleeps (done == 2) costs a syscall. */
+    if (atomic_exchange_explicit(&op->done, 1, memory_order_acq_rel) == 2)
+        futex_wake_all(&op->done);
+    if (work) cc__work_unref(work);
+}
+
+/* A op that never reached the engine (veto, broken comm): end it here. */
+static cc_status_t end_early(cc__op_t *op, cc_status_t status)
+{
+    op->info.t_end_ns = cc__now_ns();
+    op->info.status = status;
+    atomic_store(&op->state, CC__OP_DONE);
+    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info);
+    return status;
+}
+
+cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work)
+{
+    cc_comm_t *comm = tmpl->comm;
+    cc_status_t err = (cc_status_t)atomic_load_explicit(&comm->error, memory_order_acquire);
+    if (err != CC_OK) {
+        cc_log_debug(CC_SUBSYS_CORE, "%s refused: communicator %s is broken (%s)",
+                     cc_op_type_name(tmpl->info.type), comm->name, cc_status_name(err));
+        return err;
+    }
+    cc__op_t local;
+    cc__op_t *op = &local;
+    struct cc_work *w = NULL;
+    if (work) {
+        w = cc__work_new(comm);
+        if (!w) return CC_ERR_NO_MEMORY;
+        op = cc__work_op(w);
+    }
+    *op = *tmpl;
+    op->work = w;
+    if (opts && opts->timeout_ms > 0) op->info.timeout_ms = opts->timeout_ms;
+    if (opts) op->stream = opts->stream;
+    assign_identity(op);
+    op->info.t_enqueue_ns = cc__now_ns();
+    op->deadline_ns = op->info.t_enqueue_ns + (uint64_t)op->info.timeout_ms * 1000000ull;
+    atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
+
+    cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op->info);
+    if (st != CC_OK) {
+        cc_log_info(CC_SUBSYS_HOOKS, "%s (op %llu) vetoed by a pre hook: %s",
+                    cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id,
+                    cc_status_name(st));
+        end_early(op, st);
+        if (w) cc__work_discard(w);
+        return st;
+    }
+    cc__log_set_comm(comm->name);
+    atomic_fetch_add_explicit(&comm->ops_issued, 1, memory_order_relaxed);
+    atomic_store_explicit(&comm->last_progress_ns, op->info.t_enqueue_ns, memory_order_relaxed);
+    st = comm->engine->submit(comm->engine_state, op);
+    if (!w) return st;
+    if (st != CC_OK) { /* refused by the engine before it was queued */
+        atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
+        end_early(op, st);
+        cc__work_discard(w);
+        return st;
+    }
+    *work = (cc_work_t *)w;
+    return CC_OK;
+}
+
+cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t parent_id,
+                               cc_status_t (*action)(cc_comm_t *comm, void *arg), void *arg)
+{
+    cc__op_t op;
+    cc__op_prepare(&op, comm, type);
+    op.info.parent_comm_id = parent_id;
+    assign_identity(&op);
+    op.info.t_enqueue_ns = cc__now_ns();
+    atomic_store(&op.state, CC__OP_SCHEDULED);
+    cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op.info);
+    if (st != CC_OK) return end_early(&op, st);
+    cc__op_started(&op);
+    st = action ? action(comm, arg) : CC_OK;
+    if (comm->engine && comm->engine_state && comm->engine->transport)
+        op.info.transport = comm->engine->transport(comm->engine_state);
+    return end_early(&op, st);
+}
+
+/*
+ * Wait for an op's done word (0 pending, 2 pending with a sleeper, 1 done):
+ * spin briefly, then announce the sleep and wait on the futex, waking at
+ * least every 100 ms to check the deadline.
+ */
+cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns)
+{
+    for (int i = 0; i < 200; i++)
+        if (atomic_load_explicit(&op->done, memory_order_acquire) == 1) return CC_OK;
+    for (;;) {
+        uint32_t v = 0;
+        if (!atomic_compare_exchange_strong(&op->done, &v, 2) && v == 1) return CC_OK;
+        uint64_t now = cc__now_ns();
+        if (now >= deadline_ns) return CC_ERR_TIMEOUT;
+        uint64_t left = deadline_ns - now;
+        if (left > 100000000ull) left = 100000000ull;
+        struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
+    }
+}

@@ -1,0 +1,25 @@
+/* door.h - the op door's entry points for the API functions (internal). */
+#ifndef CC_CORE_DOOR_H
+#define CC_CORE_DOOR_H
+
+#include "ccomm/ccomm.h"
+#include "op.h"
+
+/* Fill an op with the comm's defaults (no identity yet). */
+void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type);
+
+/*
+ * Issue a validated op built from `tmpl`: identity, PRE chain, engine.
+ * work == NULL blocks until the op finished and returns its status;
+ * otherwise *work is set on CC_OK. Ops of a broken comm are refused with
+ * its error before they get an identity.
+ */
+cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);
+
+/* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
+cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);
+
+/* 1 for the receiving op types (their p2p_seq counts receives). */
+int cc__op_is_recv(cc_op_type_t type);
+
+#endif /* CC_CORE_DOOR_H */

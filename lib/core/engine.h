@@ -1,0 +1,55 @@
+/*
+ * engine.h - the versioned table an engine implements.
+ *
+ * The op door hands every validated, numbered op to its communicator's
+ * engine and does not know which engine runs it. The native engine
+ * (lib/native) is built in; the CUDA/NCCL engine is a plugin
+ * (libccomm-cuda.so) that returns a cc_engine_v1_t. A published version
+ * never changes: a new need gets cc_engine_v2_t.
+ *
+ * Contract of submit(state, op):
+ *  - op->work == NULL (blocking): run the op to completion on the calling
+ *    thread (or wait for it), calling cc__op_started() once it moves data
+ *    and cc__op_finished() exactly once; return the op's final status.
+ *  - op->work != NULL (async): queue the op and return CC_OK at once (or an
+ *    error, then without calling cc__op_finished: the door finishes it).
+ *    Later, from any thread, call cc__op_started() and cc__op_finished().
+ *  Ops of one communicator run in submission order. Every wait honours
+ *  op->deadline_ns and the abort: a stuck peer ends in CC_ERR_TIMEOUT, an
+ *  abort in its reason, never in a hang.
+ */
+#ifndef CC_CORE_ENGINE_H
+#define CC_CORE_ENGINE_H
+
+#include <stdint.h>
+
+#include "ccomm/types.h"
+#include "op.h"
+
+struct cc_comm;
+
+#define CC_ENGINE_VERSION_1 1u
+
+typedef struct cc_engine_v1 {
+    uint32_t version; /* CC_ENGINE_VERSION_1 */
+    const char *name; /* "native", "nccl" */
+    /* Create the engine's state for a new communicator whose rank, size, id,
+     * world ranks and store are set. Collective over the comm's ranks. */
+    cc_status_t (*comm_create)(struct cc_comm *comm, void **state);
+    /* Run or queue an op (see above). */
+    cc_status_t (*submit)(void *state, cc__op_t *op);
+    /* Wait until every queued op finished (destroy); honours the deadline. */
+    cc_status_t (*drain)(void *state, uint64_t deadline_ns);
+    /* Stop now: fail queued and running ops with `reason`, tell the peers,
+     * wake waiters. Any thread; async; idempotent. */
+    void (*comm_abort)(void *state, cc_status_t reason);
+    /* Free the state (after drain or abort). */
+    void (*comm_destroy)(void *state);
+    /* The transport in use ("shm", "tcp", "mixed", "nvlink", ...), static. */
+    const char *(*transport)(void *state);
+} cc_engine_v1_t;
+
+/* The built-in engine. */
+extern const cc_engine_v1_t cc__native_engine;
+
+#endif /* CC_CORE_ENGINE_H */

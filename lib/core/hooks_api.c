@@ -1,0 +1,68 @@
+/* hooks_api.c - the public hook calls: argument checks, then lib/hooks. */
+#include "comm.h"
+#include "log.h"
+
+static cc_status_t add(cc_comm_t *comm, int kind, void (*fn)(void), void *user, unsigned flags,
+                       cc_hook_handle_t *handle, const char *name)
+{
+    if (!fn || !handle) {
+        cc_log_error(CC_SUBSYS_HOOKS, "%s: %s is NULL", name, !fn ? "fn" : "handle");
+        return CC_ERR_INVALID_ARG;
+    }
+    if (comm && !cc__comm_valid(comm)) {
+        cc_log_error(CC_SUBSYS_HOOKS, "%s: comm %p is not a valid communicator", name, (void *)comm);
+        return CC_ERR_INVALID_ARG;
+    }
+    unsigned allowed = kind == CC__HOOK_ABORT ? CC_HOOK_SIGNAL_SAFE : 0u;
+    if (flags & ~allowed) {
+        cc_log_error(CC_SUBSYS_HOOKS, "%s: flags 0x%x are not valid here (allowed: 0x%x)", name,
+                     flags, allowed);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (cc__hooks_in_hook()) {
+        cc_log_error(CC_SUBSYS_HOOKS, "%s: called from inside a hook", name);
+        return CC_ERR_INVALID_USAGE;
+    }
+    cc__chain_set_t *set = comm ? &comm->hooks : &cc__global_hooks;
+    return cc__hook_add(set, kind, fn, user, flags, comm, handle);
+}
+
+cc_status_t cc_hook_add_pre(cc_comm_t *comm, cc_pre_hook_fn fn, void *user, unsigned flags,
+                            cc_hook_handle_t *handle)
+{
+    return add(comm, CC__HOOK_PRE, (void (*)(void))fn, user, flags, handle, "cc_hook_add_pre");
+}
+
+cc_status_t cc_hook_add_start(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
+                              cc_hook_handle_t *handle)
+{
+    return add(comm, CC__HOOK_START, (void (*)(void))fn, user, flags, handle, "cc_hook_add_start");
+}
+
+cc_status_t cc_hook_add_post(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
+                             cc_hook_handle_t *handle)
+{
+    return add(comm, CC__HOOK_POST, (void (*)(void))fn, user, flags, handle, "cc_hook_add_post");
+}
+
+cc_status_t cc_hook_add_wait(cc_comm_t *comm, cc_op_hook_fn fn, void *user, unsigned flags,
+                             cc_hook_handle_t *handle)
+{
+    return add(comm, CC__HOOK_WAIT, (void (*)(void))fn, user, flags, handle, "cc_hook_add_wait");
+}
+
+cc_status_t cc_hook_add_abort(cc_comm_t *comm, cc_abort_hook_fn fn, void *user, unsigned flags,
+                              cc_hook_handle_t *handle)
+{
+    return add(comm, CC__HOOK_ABORT, (void (*)(void))fn, user, flags, handle, "cc_hook_add_abort");
+}
+
+cc_status_t cc_hook_remove(cc_hook_handle_t handle)
+{
+    if (cc__hooks_in_hook()) {
+        cc_log_error(CC_SUBSYS_HOOKS, "cc_hook_remove: called from inside a hook (handle %llu)",
+                     (unsigned long long)handle);
+        return CC_ERR_INVALID_USAGE;
+    }
+    return cc__hook_remove(handle);
+}

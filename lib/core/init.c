@@ -1,0 +1,131 @@
+/*
+ * init.c - the first communicator: from explicit arguments, or from the
+ * environment of whichever launcher started the process (ccrun, torchrun,
+ * Slurm, Open MPI / PMI), and the process-wide services that start with it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "config.h"
+#include "log.h"
+#include "services.h"
+
+static cc_status_t check_config(const cc_comm_config_t *config, const char *fn)
+{
+    if (!config) return CC_OK;
+    if (config->struct_size < sizeof(cc_comm_config_t) || config->struct_size > 4096) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->struct_size is %zu, expected %zu (start from "
+                     "CC_COMM_CONFIG_INIT)", fn, config->struct_size, sizeof(cc_comm_config_t));
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->timeout_ms < 0) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->timeout_ms is %lld, must be >= 0", fn,
+                     (long long)config->timeout_ms);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->device < CC_DEVICE_CPU) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->device is %d, must be CC_DEVICE_CPU (-1) or a "
+                     "CUDA device ordinal", fn, config->device);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
+static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *store_addr,
+                              int may_host, const cc_comm_config_t *config)
+{
+    cc__cfg();
+    cc__log_init();
+    if (!comm) {
+        cc_log_error(CC_SUBSYS_INIT, "cc_comm_init: comm (the output) is NULL");
+        return CC_ERR_INVALID_ARG;
+    }
+    if (size < 1 || rank < 0 || rank >= size) {
+        cc_log_error(CC_SUBSYS_INIT, "cc_comm_init: rank %d and size %d: need 0 <= rank < size",
+                     rank, size);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (!store_addr || !*store_addr) {
+        cc_log_error(CC_SUBSYS_INIT, "cc_comm_init: store_addr is %s", store_addr ? "empty" : "NULL");
+        return CC_ERR_INVALID_ARG;
+    }
+    CC_CHECK(check_config(config, "cc_comm_init"));
+    cc__log_set_rank(rank);
+    cc__world_t *world = NULL;
+    CC_CHECK(cc__world_join(rank, size, store_addr, may_host, &world));
+    int *wr = malloc((size_t)size * sizeof(int));
+    if (!wr) {
+        cc__world_release(world);
+        return CC_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < size; r++) wr[r] = r;
+    char idsrc[160];
+    int n = snprintf(idsrc, sizeof(idsrc), "%s/world", world->job_id);
+    uint64_t id = cc__hash64(idsrc, (size_t)n, 0);
+    cc__services_start(world, rank, size);
+    const char *name = config && config->name ? config->name : "world";
+    cc_status_t st = cc__comm_create(world, id, 0, name, rank, size, wr, config, NULL, comm);
+    cc__world_release(world); /* the comm holds its own reference */
+    return st;
+}
+
+cc_status_t cc_comm_init(cc_comm_t **comm, int rank, int size, const char *store_addr,
+                         const cc_comm_config_t *config)
+{
+    return init_world(comm, rank, size, store_addr, 1, config);
+}
+
+static int parse_rank(const char *text, int *out)
+{
+    int64_t v;
+    if (!text || cc__parse_int(text, &v) != 0 || v < 0 || v > 1 << 24) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* torchrun: MASTER_PORT belongs to torchrun's own store, so ccomm's listens one port above. */
+static cc_status_t torchrun_addr(const struct cc__config *cfg, char *addr, size_t len)
+{
+    int port;
+    if (!cfg->t_master_addr || parse_rank(cfg->t_master_port, &port) != 0 || port >= 65535) {
+        cc_log_error(CC_SUBSYS_INIT, "MASTER_ADDR=\"%s\" MASTER_PORT=\"%s\": need an address and a "
+                     "port below 65535 (or set CCOMM_STORE_ADDR)",
+                     cfg->t_master_addr ? cfg->t_master_addr : "(unset)",
+                     cfg->t_master_port ? cfg->t_master_port : "(unset)");
+        return CC_ERR_INVALID_ARG;
+    }
+    snprintf(addr, len, "%s:%d", cfg->t_master_addr, port + 1);
+    return CC_OK;
+}
+
+cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *config)
+{
+    const struct cc__config *cfg = cc__cfg();
+    cc__log_init();
+    char addr[300];
+    int rank = -1, size = -1;
+    const char *who;
+    if (cfg->rank >= 0 && cfg->size > 0) {
+        who = "ccrun";
+        rank = (int)cfg->rank;
+        size = (int)cfg->size;
+    } else if (!parse_rank(cfg->t_rank, &rank) && !parse_rank(cfg->t_world_size, &size)) {
+        who = "torchrun";
+    } else if (!parse_rank(cfg->slurm_procid, &rank) && !parse_rank(cfg->slurm_ntasks, &size)) {
+        who = "slurm";
+    } else if (!parse_rank(cfg->ompi_rank, &rank) && !parse_rank(cfg->ompi_size, &size)) {
+        who = "open mpi";
+    } else if (!parse_rank(cfg->pmi_rank, &rank) && !parse_rank(cfg->pmi_size, &size)) {
+        who = "pmi";
+    } else {
+        /* No launcher: a job of one, like MPI's singleton init. */
+        cc_log_info(CC_SUBSYS_INIT, "no launcher found in the environment: running as rank 0 of 1");
+        return init_world(comm, 0, 1, "127.0.0.1:0", 1, config);
+    }
+    if (cfg->store_addr[0]) snprintf(addr, sizeof(addr), "%s", cfg->store_addr);
+    else CC_CHECK(torchrun_addr(cfg, addr, sizeof(addr)));
+    cc_log_info(CC_SUBSYS_INIT, "launched by %s: rank %d of %d, store %s", who, rank, size, addr);
+    return init_world(comm, rank, size, addr, cfg->store_addr[0] == '\0', config);
+}

@@ -1,0 +1,30 @@
+/* services.c - start the process-wide services once (see services.h). */
+#include <pthread.h>
+
+#include "config.h"
+#include "log.h"
+#include "recorder/recorder.h"
+#include "services.h"
+#include "watchdog.h"
+
+void cc__signals_install(void);
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_started;
+
+void cc__services_start(cc__world_t *world, int world_rank, int world_size)
+{
+    pthread_mutex_lock(&g_lock);
+    if (g_started) {
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    g_started = 1;
+    cc__log_set_rank(world_rank);
+    /* The recorder first: it must see this world's COMM_INIT pass the door. */
+    if (cc__recorder_open(world_rank, world_size, world->job_id) != CC_OK)
+        cc_log_warn(CC_SUBSYS_RECORDER, "flight recorder is off for this process");
+    cc__watchdog_start(world, world_rank, world_size);
+    if (cc__cfg()->fatal_signals) cc__signals_install();
+    pthread_mutex_unlock(&g_lock);
+}

@@ -1,0 +1,293 @@
+/*
+ * watchdog.c - the process's watchdog thread: the hang path's engine room.
+ *
+ * It never runs on an op's path. It wakes every tick (or when poked) and:
+ *  - writes a dump that was asked for locally (dump signal, comm abort);
+ *  - on a timeout anywhere in the job, publishes "dump now" through the
+ *    store so every rank writes its dump at about the same moment, even
+ *    ranks stuck inside an op or in their own compute (this thread runs);
+ *  - publishes this rank's heartbeat and, for a communicator whose ops have
+ *    made no progress for several heartbeats, checks its peers' heartbeats:
+ *    a peer that stopped beating (dead, or stopped with SIGSTOP) is named
+ *    in the log and the communicator fails with CC_ERR_PEER_LOST.
+ * Store calls use short timeouts so that a dead store cannot wedge it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "config.h"
+#include "log.h"
+#include "recorder/recorder.h"
+#include "watchdog.h"
+
+#define TICK_MS 100
+#define STORE_TIMEOUT_MS 2000
+
+static struct {
+    pthread_t thread;
+    int started;
+    int efd;                     /* eventfd: poke the thread (async-signal-safe write) */
+    _Atomic int stop;
+    _Atomic int local_dump;      /* a dump was asked for here */
+    _Atomic int publish_timeout; /* a timeout happened here: tell every rank */
+    char reason[160];            /* why the local dump (set before local_dump) */
+    cc__store_t *store;          /* own connection: never shares a lock with the op path */
+    int rank, size;
+    char job_id[128];
+    int64_t seen_gen;            /* last job-wide dump request handled */
+    int ndumps;
+    uint64_t *hb_value;          /* per world rank: last heartbeat seen */
+    uint64_t *hb_changed_ns;     /* when it last changed */
+    uint64_t beat;
+    uint64_t last_beat_ns, last_poll_ns;
+    cc_hook_handle_t abort_hook;
+} wd = {.efd = -1};
+
+void cc__watchdog_poke(void)
+{
+    uint64_t one = 1;
+    if (wd.efd >= 0) {
+        ssize_t n = write(wd.efd, &one, sizeof(one));
+        (void)n;
+    }
+}
+
+void cc__watchdog_request_dump(const char *reason)
+{
+    if (!wd.started) return;
+    snprintf(wd.reason, sizeof(wd.reason), "%s", reason);
+    atomic_store(&wd.local_dump, 1);
+    cc__watchdog_poke();
+}
+
+void cc__watchdog_signal_dump(void)
+{
+    atomic_store(&wd.local_dump, 2); /* 2: reason is "dump signal" (no formatting in a handler) */
+    cc__watchdog_poke();
+}
+
+/* mkdir -p for the dump directory. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int rc = mkdir(path, 0755);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST) return -1;
+    }
+    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+const char *cc__dump_path(char *buf, size_t len, int k)
+{
+    char dir[3072];
+    snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->dump_dir, wd.job_id);
+    if (make_dirs(dir) != 0) {
+        cc_log_warn(CC_SUBSYS_WATCHDOG, "cannot create dump directory %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    /* The first dump is rank<r>.json; later ones never overwrite it. */
+    if (k == 0) snprintf(buf, len, "%s/rank%d.json", dir, wd.rank);
+    else snprintf(buf, len, "%s/rank%d.%d.json", dir, wd.rank, k);
+    return buf;
+}
+
+static void write_dump(const char *why)
+{
+    char path[4096];
+    if (!cc__dump_path(path, sizeof(path), wd.ndumps)) return;
+    cc_status_t st = cc__recorder_dump_json(path);
+    if (st == CC_OK) {
+        wd.ndumps++;
+        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
+    } else {
+        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump to %s failed: %s", path,
+                    cc_status_name(st));
+    }
+}
+
+/* Tell every rank of the job to dump: bump a generation and leave the reason. */
+static void publish_dump_request(void)
+{
+    int64_t gen = 0;
+    if (cc__store_add(wd.store, "dump/gen", 1, &gen) != CC_OK) return;
+    char key[48];
+    snprintf(key, sizeof(key), "dump/req/%lld", (long long)gen);
+    cc__store_set(wd.store, key, wd.reason, strlen(wd.reason));
+    wd.seen_gen = gen; /* our own request: we dump below */
+}
+
+static void poll_dump_requests(void)
+{
+    int64_t gen = 0;
+    if (cc__store_add(wd.store, "dump/gen", 0, &gen) != CC_OK || gen <= wd.seen_gen) return;
+    char key[48];
+    snprintf(key, sizeof(key), "dump/req/%lld", (long long)gen);
+    void *val = NULL;
+    size_t len = 0;
+    char why[200] = "dump requested by another rank";
+    if (cc__store_get(wd.store, key, &val, &len, 500) == CC_OK)
+        snprintf(why, sizeof(why), "requested by the job: %.*s", (int)(len < 160 ? len : 160),
+                 (char *)val);
+    free(val);
+    wd.seen_gen = gen;
+    write_dump(why);
+}
+
+static void beat(uint64_t now)
+{
+    if (now - wd.last_beat_ns < (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull) return;
+    wd.last_beat_ns = now;
+    char key[32], val[24];
+    snprintf(key, sizeof(key), "hb/%d", wd.rank);
+    int n = snprintf(val, sizeof(val), "%llu", (unsigned long long)++wd.beat);
+    cc__store_set(wd.store, key, val, (size_t)n);
+}
+
+/* Which members of a stalled comm stopped beating? Returns the first such world rank, or -1. */
+static int silent_peer(const int *members, int n, uint64_t now, uint64_t limit_ns)
+{
+    char **keys = calloc((size_t)n, sizeof(char *));
+    void **vals = calloc((size_t)n, sizeof(void *));
+    size_t *lens = calloc((size_t)n, sizeof(size_t));
+    int found = -1;
+    if (!keys || !vals || !lens) goto out;
+    for (int i = 0; i < n; i++) {
+        keys[i] = malloc(24);
+        if (!keys[i]) goto out;
+        snprintf(keys[i], 24, "hb/%d", members[i]);
+    }
+    if (cc__store_multi_get(wd.store, (const char *const *)keys, (size_t)n, vals, lens, 200) != CC_OK)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        int w = members[i];
+        uint64_t v = strtoull(vals[i], NULL, 10);
+        free(vals[i]);
+        if (v != wd.hb_value[w] || !wd.hb_changed_ns[w]) {
+            wd.hb_value[w] = v;
+            wd.hb_changed_ns[w] = now;
+        } else if (found < 0 && now - wd.hb_changed_ns[w] > limit_ns) {
+            found = w;
+        }
+    }
+out:
+    for (int i = 0; keys && i < n; i++) free(keys[i]);
+    free(keys);
+    free(vals);
+    free(lens);
+    return found;
+}
+
+/* Look at one stalled comm (pinned by the caller): fail it if a member went silent. */
+static void check_comm(cc_comm_t *c, uint64_t now)
+{
+    uint64_t hb = (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull, limit = 3 * hb + 2000000000ull;
+    uint64_t issued = atomic_load(&c->ops_issued), done = atomic_load(&c->ops_done);
+    uint64_t last = atomic_load(&c->last_progress_ns);
+    if (issued == done || now - last < limit || atomic_load(&c->error) != CC_OK) return;
+    int *members = malloc((size_t)c->size * sizeof(int)), n = 0;
+    if (!members) return;
+    for (int r = 0; r < c->size; r++)
+        if (c->world_ranks[r] != wd.rank && c->world_ranks[r] < wd.size) members[n++] = c->world_ranks[r];
+    int w = n ? silent_peer(members, n, now, limit) : -1;
+    free(members);
+    if (w < 0) return;
+    char why[200];
+    snprintf(why, sizeof(why), "rank %d (world) has sent no heartbeat for over %.1f s while "
+             "communicator %s waited: it is stopped or dead", w, (double)limit / 1e9, c->name);
+    cc__comm_fail(c, CC_ERR_PEER_LOST, NULL, why);
+}
+
+static void check_stalls(uint64_t now)
+{
+    if (now - wd.last_poll_ns < (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull) return;
+    wd.last_poll_ns = now;
+    cc_comm_t *pinned[64];
+    int n = cc__registry_pin(pinned, 64);
+    for (int i = 0; i < n; i++) {
+        check_comm(pinned[i], now);
+        cc__registry_unpin(pinned[i]);
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the app's threads */
+    while (!atomic_load(&wd.stop)) {
+        struct pollfd p = {wd.efd, POLLIN, 0};
+        if (poll(&p, 1, TICK_MS) > 0) {
+            uint64_t v;
+            ssize_t r = read(wd.efd, &v, sizeof(v));
+            (void)r;
+        }
+        if (atomic_load(&wd.stop)) break;
+        if (atomic_exchange(&wd.publish_timeout, 0)) publish_dump_request();
+        int ld = atomic_exchange(&wd.local_dump, 0);
+        if (ld) write_dump(ld == 2 ? "dump signal" : wd.reason);
+        uint64_t now = cc__now_ns();
+        beat(now);
+        poll_dump_requests();
+        check_stalls(now);
+    }
+    return NULL;
+}
+
+/* Abort hook: a timeout asks the whole job to dump; any abort dumps here. */
+static void on_abort(const cc_abort_info_t *info, void *user)
+{
+    (void)user;
+    snprintf(wd.reason, sizeof(wd.reason), "communicator %s aborted on rank %d: %s (%s)",
+             info->comm_name, wd.rank, cc_status_name(info->reason), info->message);
+    if (info->reason == CC_ERR_TIMEOUT && cc__cfg()->dump_on_timeout)
+        atomic_store(&wd.publish_timeout, 1);
+    atomic_store(&wd.local_dump, 1);
+    cc__watchdog_poke();
+    if (info->reason == CC_ERR_TIMEOUT && cc__cfg()->abort_on_timeout) {
+        /* Give the dump a moment, then end the process as asked. */
+        for (int i = 0; i < 50 && atomic_load(&wd.local_dump); i++) usleep(100000);
+        usleep(200000);
+        cc_log_error(CC_SUBSYS_WATCHDOG, "CCOMM_ABORT_ON_TIMEOUT=1: ending the process");
+        abort();
+    }
+}
+
+cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
+{
+    if (wd.started) return CC_OK;
+    wd.rank = rank;
+    wd.size = size;
+    snprintf(wd.job_id, sizeof(wd.job_id), "%s", world->job_id);
+    wd.hb_value = calloc((size_t)size, sizeof(uint64_t));
+    wd.hb_changed_ns = calloc((size_t)size, sizeof(uint64_t));
+    wd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) goto fail;
+    if (cc__store_connect(world->store_addr, cc__cfg()->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
+        goto fail;
+    beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
+    cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
+    if (cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook) != CC_OK) goto fail;
+    if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0) goto fail;
+    wd.started = 1;
+    return CC_OK;
+fail:
+    cc_log_warn(CC_SUBSYS_WATCHDOG, "watchdog not started (%s): no coordinated dumps or heartbeats",
+                strerror(errno));
+    if (wd.abort_hook) cc_hook_remove(wd.abort_hook);
+    cc__store_close(wd.store);
+    wd.store = NULL;
+    return CC_ERR_SYSTEM;
+}

@@ -1,0 +1,22 @@
+/*
+ * watchdog.h - the watchdog thread: coordinated dumps, heartbeats, stalls
+ * (see watchdog.c). One per process, started with the first communicator.
+ */
+#ifndef CC_CORE_WATCHDOG_H
+#define CC_CORE_WATCHDOG_H
+
+#include <stddef.h>
+
+#include "comm.h"
+
+cc_status_t cc__watchdog_start(cc__world_t *world, int world_rank, int world_size);
+/* Ask the watchdog to write a dump now (any thread, not a signal handler). */
+void cc__watchdog_request_dump(const char *reason);
+/* The same from a signal handler: async-signal-safe. */
+void cc__watchdog_signal_dump(void);
+/* Wake the watchdog (async-signal-safe). */
+void cc__watchdog_poke(void);
+/* The k-th dump file of this rank: <dump dir>/<job id>/rank<r>.json, then rank<r>.<k>.json. */
+const char *cc__dump_path(char *buf, size_t len, int k);
+
+#endif /* CC_CORE_WATCHDOG_H */

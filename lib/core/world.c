@@ -1,0 +1,204 @@
+/*
+ * world.c - joining a job: the store connection (hosting it when rank 0 is
+ * asked to), the job id every rank agrees on, and the world-size check.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "config.h"
+#include "log.h"
+
+/* World inits of this process, so that init, destroy, init in one job uses fresh keys. */
+static _Atomic int g_world_gen;
+
+/* Split "host:port"; IPv6 as "[addr]:port". */
+static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || !colon[1]) goto bad;
+    size_t hl = (size_t)(colon - addr);
+    const char *h = addr;
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') h++, hl -= 2;
+    if (hl >= hostlen) goto bad;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535) goto bad;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = (int)p;
+    return CC_OK;
+bad:
+    cc_log_error(CC_SUBSYS_INIT, "store address \"%s\" is not host:port", addr);
+    return CC_ERR_INVALID_ARG;
+}
+
+/* Rank 0 (or whoever may host) starts the store unless one listens already. */
+static cc_status_t maybe_host(cc__world_t *w, const char *addr, const char *key)
+{
+    char host[256];
+    int port;
+    CC_CHECK(split_addr(addr, host, sizeof(host), &port));
+    if (port == 0) { /* a job of one: any free port on loopback, nobody else needs to know it */
+        CC_CHECK(cc__store_server_start("127.0.0.1", 0, key, &w->server));
+        snprintf(w->store_addr, sizeof(w->store_addr), "127.0.0.1:%d",
+                 cc__store_server_port(w->server));
+        return CC_OK;
+    }
+    cc_status_t st = cc__store_server_start("0.0.0.0", port, key, &w->server);
+    if (st == CC_ERR_BUSY) {
+        cc_log_info(CC_SUBSYS_INIT, "port %d is in use; assuming a store already listens at %s",
+                    port, addr);
+        return CC_OK;
+    }
+    if (st == CC_OK) cc_log_info(CC_SUBSYS_INIT, "rank 0 hosts the store at %s", addr);
+    return st;
+}
+
+/* Rank 0 names the job unless CCOMM_JOB_ID did; the others read the name. */
+static cc_status_t agree_job_id(cc__world_t *w, int rank, const char *prefix)
+{
+    const struct cc__config *cfg = cc__cfg();
+    if (cfg->job_id[0]) {
+        snprintf(w->job_id, sizeof(w->job_id), "%s", cfg->job_id);
+        return CC_OK;
+    }
+    char key[64];
+    snprintf(key, sizeof(key), "%sjob_id", prefix);
+    if (rank == 0) {
+        char host[64] = "host";
+        gethostname(host, sizeof(host) - 1);
+        snprintf(w->job_id, sizeof(w->job_id), "%s-%d-%llu", host, (int)getpid(),
+                 (unsigned long long)(cc__realtime_ns() / 1000000000ull));
+        return cc__store_set(w->store, key, w->job_id, strlen(w->job_id));
+    }
+    void *val = NULL;
+    size_t len = 0;
+    CC_CHECK(cc__store_get(w->store, key, &val, &len, cfg->connect_timeout * 1000));
+    snprintf(w->job_id, sizeof(w->job_id), "%.*s", (int)(len < 127 ? len : 127), (char *)val);
+    free(val);
+    return CC_OK;
+}
+
+/* The first rank to arrive records its world size; a later rank with another size fails at
+ * once instead of waiting for ranks that will never come. */
+static cc_status_t claim_size(cc__world_t *w, int rank, int size, const char *prefix)
+{
+    char key[64], mine[48];
+    snprintf(key, sizeof(key), "%ssize_claim", prefix);
+    int n = snprintf(mine, sizeof(mine), "%d by rank %d", size, rank);
+    void *cur = NULL;
+    size_t clen = 0;
+    int swapped = 0;
+    CC_CHECK(cc__store_cas(w->store, key, NULL, 0, mine, (size_t)n, &cur, &clen, &swapped));
+    int other = cur ? atoi(cur) : size;
+    cc_status_t st = CC_OK;
+    if (!swapped && other != size) {
+        cc_log_error(CC_SUBSYS_INIT, "world size mismatch: this rank (%d) was started with size %d, "
+                     "but rank %.*s", rank, size, (int)clen, (char *)cur);
+        st = CC_ERR_MISMATCH;
+    }
+    free(cur);
+    return st;
+}
+
+/* Every rank states the world size it was given; disagreement names the ranks. */
+static cc_status_t check_sizes(cc__world_t *w, int rank, int size, const char *prefix)
+{
+    int32_t *all = calloc((size_t)size, sizeof(int32_t));
+    if (!all) return CC_ERR_NO_MEMORY;
+    int32_t mine = size;
+    char name[64];
+    snprintf(name, sizeof(name), "%ssize", prefix);
+    cc_status_t st = cc__store_allgather(w->store, name, rank, size, &mine, all, sizeof(mine),
+                                         cc__cfg()->connect_timeout * 1000);
+    for (int r = 0; st == CC_OK && r < size; r++) {
+        if (all[r] != size) {
+            cc_log_error(CC_SUBSYS_INIT, "world size mismatch: rank %d was started with size %d, "
+                         "rank %d with size %d", rank, size, r, (int)all[r]);
+            st = CC_ERR_MISMATCH;
+        }
+    }
+    free(all);
+    return st;
+}
+
+/* A rank number may be claimed once: two processes with the same rank would corrupt the job. */
+static cc_status_t claim_rank(cc__world_t *w, int rank, const char *prefix)
+{
+    char key[64], me[128], host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(key, sizeof(key), "%srank/%d", prefix, rank);
+    snprintf(me, sizeof(me), "%s:%d", host, (int)getpid());
+    void *cur = NULL;
+    size_t clen = 0;
+    int swapped = 0;
+    CC_CHECK(cc__store_cas(w->store, key, NULL, 0, me, strlen(me), &cur, &clen, &swapped));
+    if (!swapped) {
+        cc_log_error(CC_SUBSYS_INIT, "rank %d is already taken by process %.*s; two processes "
+                     "were given the same rank", rank, (int)clen, cur ? (char *)cur : "?");
+        free(cur);
+        return CC_ERR_MISMATCH;
+    }
+    free(cur);
+    return CC_OK;
+}
+
+cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
+                           cc__world_t **out)
+{
+    const struct cc__config *cfg = cc__cfg();
+    cc__world_t *w = calloc(1, sizeof(*w));
+    if (!w) return CC_ERR_NO_MEMORY;
+    atomic_init(&w->refs, 1);
+    w->world_rank = rank;
+    w->world_size = size;
+    snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "world%d/", atomic_fetch_add(&g_world_gen, 1));
+    if (!cfg->job_key[0])
+        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
+    cc_status_t st = CC_OK;
+    char host[256];
+    int port = 0;
+    CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
+    if (port == 0 && !(may_host && size == 1)) {
+        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
+                     "may use", store_addr);
+        st = CC_ERR_INVALID_ARG;
+        goto fail;
+    }
+    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, cfg->job_key), st, fail);
+    st = cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000, &w->store);
+    if (st != CC_OK && may_host && rank == 0 && !w->server) {
+        cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
+                     "(%s); choose another port", store_addr, cc_status_name(st));
+        st = CC_ERR_BUSY;
+    }
+    if (st != CC_OK) goto fail;
+    CC_CHECK_GOTO(claim_size(w, rank, size, prefix), st, fail);
+    CC_CHECK_GOTO(claim_rank(w, rank, prefix), st, fail);
+    CC_CHECK_GOTO(check_sizes(w, rank, size, prefix), st, fail);
+    CC_CHECK_GOTO(agree_job_id(w, rank, prefix), st, fail);
+    *out = w;
+    return CC_OK;
+fail:
+    cc__store_close(w->store);
+    cc__store_server_stop(w->server);
+    free(w);
+    return st;
+}
+
+void cc__world_release(cc__world_t *w)
+{
+    if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
+    cc__store_close(w->store);
+    cc__store_server_stop(w->server);
+    free(w);
+}

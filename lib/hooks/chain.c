@@ -1,0 +1,242 @@
+/*
+ * chain.c - hook chains: lock-free readers, serialized writers, and safe
+ * reclamation of retired snapshots (see chain.h).
+ *
+ * Reclamation uses two reader counters and a phase bit. A reader picks the
+ * counter of the current phase, increments it, and re-checks the phase; if
+ * the phase moved meanwhile it backs out and retries, so a reader that got
+ * in always loads a snapshot at least as new as the one published before
+ * the phase it counted in. A writer publishes the new snapshot, flips the
+ * phase, and waits for the old phase's counter to drain; then no reader can
+ * hold the retired snapshot and it is freed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chain.h"
+#include "log.h"
+
+cc__chain_set_t cc__global_hooks;
+
+static _Atomic unsigned g_phase;
+static _Atomic long g_readers[2];
+static __thread int t_in_hook;
+
+/* Writers: one at a time. The registry maps a handle to where its hook lives. */
+static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
+struct reg {
+    cc_hook_handle_t handle;
+    cc__chain_set_t *set;
+    int kind;
+    const void *owner;
+};
+static struct reg *g_reg;
+static size_t g_nreg, g_capreg;
+static cc_hook_handle_t g_next_handle = 1;
+
+int cc__hooks_read_lock(void)
+{
+    for (;;) {
+        unsigned p = atomic_load(&g_phase) & 1u;
+        atomic_fetch_add(&g_readers[p], 1);
+        if ((atomic_load(&g_phase) & 1u) == p) return (int)p;
+        atomic_fetch_sub(&g_readers[p], 1);
+    }
+}
+
+void cc__hooks_read_unlock(int token)
+{
+    atomic_fetch_sub(&g_readers[token & 1], 1);
+}
+
+int cc__hooks_in_hook(void)
+{
+    return t_in_hook > 0;
+}
+
+/* Wait until no reader can hold a snapshot retired before this call. */
+static void synchronize(void)
+{
+    unsigned p = atomic_fetch_add(&g_phase, 1u) & 1u;
+    for (unsigned spins = 0; atomic_load(&g_readers[p]) != 0; spins++) {
+        if (spins < 64) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Publish `next` on the chain and free the snapshot it replaces. */
+static void publish(cc__chain_t *chain, struct cc__hook_snap *next)
+{
+    struct cc__hook_snap *old = atomic_exchange(&chain->snap, next);
+    if (old) {
+        synchronize();
+        free(old);
+    }
+}
+
+static struct cc__hook_snap *snap_copy(const struct cc__hook_snap *old, uint32_t extra)
+{
+    uint32_t n = old ? old->n : 0;
+    struct cc__hook_snap *s = malloc(sizeof(*s) + (size_t)(n + extra) * sizeof(struct cc__hook));
+    if (!s) return NULL;
+    s->n = n;
+    if (n) memcpy(s->hooks, old->hooks, (size_t)n * sizeof(struct cc__hook));
+    return s;
+}
+
+static int reg_push(struct reg r)
+{
+    if (g_nreg == g_capreg) {
+        size_t cap = g_capreg ? 2 * g_capreg : 16;
+        struct reg *nr = realloc(g_reg, cap * sizeof(*nr));
+        if (!nr) return -1;
+        g_reg = nr;
+        g_capreg = cap;
+    }
+    g_reg[g_nreg++] = r;
+    return 0;
+}
+
+cc_status_t cc__hook_add(cc__chain_set_t *set, int kind, void (*fn)(void), void *user,
+                         unsigned flags, const void *owner, cc_hook_handle_t *out)
+{
+    cc__chain_t *chain = &set->chain[kind];
+    pthread_mutex_lock(&g_write_lock);
+    struct cc__hook_snap *s = snap_copy(atomic_load(&chain->snap), 1);
+    cc_hook_handle_t h = g_next_handle;
+    if (!s || reg_push((struct reg){h, set, kind, owner}) != 0) {
+        pthread_mutex_unlock(&g_write_lock);
+        free(s);
+        cc_log_error(CC_SUBSYS_HOOKS, "hooks: out of memory adding a hook");
+        return CC_ERR_NO_MEMORY;
+    }
+    g_next_handle++;
+    s->hooks[s->n++] = (struct cc__hook){h, fn, user, flags};
+    publish(chain, s);
+    pthread_mutex_unlock(&g_write_lock);
+    *out = h;
+    return CC_OK;
+}
+
+/* Publish a copy of the chain without `handle`. Called with the write lock. */
+static void chain_without(cc__chain_t *chain, cc_hook_handle_t handle)
+{
+    struct cc__hook_snap *old = atomic_load(&chain->snap);
+    struct cc__hook_snap *s = old && old->n > 1 ? snap_copy(NULL, old->n - 1) : NULL;
+    if (old && old->n > 1 && !s) {
+        /* Out of memory: keep the entry but make it inert, in place. Readers
+         * may see either the old fn or NULL; both are safe. */
+        for (uint32_t i = 0; i < old->n; i++)
+            if (old->hooks[i].handle == handle)
+                __atomic_store_n(&old->hooks[i].fn, NULL, __ATOMIC_SEQ_CST);
+        synchronize();
+        return;
+    }
+    if (s) {
+        s->n = 0;
+        for (uint32_t i = 0; i < old->n; i++)
+            if (old->hooks[i].handle != handle) s->hooks[s->n++] = old->hooks[i];
+    }
+    publish(chain, s);
+}
+
+cc_status_t cc__hook_remove(cc_hook_handle_t handle)
+{
+    pthread_mutex_lock(&g_write_lock);
+    for (size_t i = 0; i < g_nreg; i++) {
+        if (g_reg[i].handle != handle) continue;
+        struct reg r = g_reg[i];
+        g_reg[i] = g_reg[--g_nreg];
+        chain_without(&r.set->chain[r.kind], handle);
+        pthread_mutex_unlock(&g_write_lock);
+        return CC_OK;
+    }
+    pthread_mutex_unlock(&g_write_lock);
+    return CC_ERR_NOT_FOUND;
+}
+
+void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner)
+{
+    pthread_mutex_lock(&g_write_lock);
+    for (size_t i = 0; i < g_nreg;) {
+        if (g_reg[i].owner == owner && g_reg[i].set == set) g_reg[i] = g_reg[--g_nreg];
+        else i++;
+    }
+    for (int k = 0; k < CC__HOOK_KINDS; k++) publish(&set->chain[k], NULL);
+    pthread_mutex_unlock(&g_write_lock);
+}
+
+/* Run one snapshot of PRE hooks; returns the first veto. */
+static cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op)
+{
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        cc_pre_hook_fn fn =
+            (cc_pre_hook_fn)__atomic_load_n(&s->hooks[i].fn, __ATOMIC_RELAXED);
+        if (!fn) continue;
+        cc_status_t st = fn(op, s->hooks[i].user);
+        if (st != CC_OK) return st;
+    }
+    return CC_OK;
+}
+
+cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op)
+{
+    if (!cc__hooks_any(local, CC__HOOK_PRE)) return CC_OK;
+    int tok = cc__hooks_read_lock();
+    t_in_hook++;
+    cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op);
+    if (st == CC_OK && local) st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op);
+    t_in_hook--;
+    cc__hooks_read_unlock(tok);
+    return st;
+}
+
+static void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op)
+{
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        cc_op_hook_fn fn = (cc_op_hook_fn)__atomic_load_n(&s->hooks[i].fn, __ATOMIC_RELAXED);
+        if (fn) fn(op, s->hooks[i].user);
+    }
+}
+
+void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op)
+{
+    if (!cc__hooks_any(local, kind)) return;
+    int tok = cc__hooks_read_lock();
+    t_in_hook++;
+    run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op);
+    if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op);
+    t_in_hook--;
+    cc__hooks_read_unlock(tok);
+}
+
+static void run_abort_snap(const struct cc__hook_snap *s, const cc_abort_info_t *info,
+                           int signal_ctx)
+{
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        cc_abort_hook_fn fn =
+            (cc_abort_hook_fn)__atomic_load_n(&s->hooks[i].fn, __ATOMIC_RELAXED);
+        if (!fn || (signal_ctx && !(s->hooks[i].flags & CC_HOOK_SIGNAL_SAFE))) continue;
+        fn(info, s->hooks[i].user);
+    }
+}
+
+void cc__hooks_run_abort(const cc__chain_set_t *local, const cc_abort_info_t *info,
+                         int signal_ctx)
+{
+    if (!cc__hooks_any(local, CC__HOOK_ABORT)) return;
+    int tok = cc__hooks_read_lock();
+    t_in_hook++;
+    run_abort_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_ABORT].snap), info, signal_ctx);
+    if (local) run_abort_snap(atomic_load(&local->chain[CC__HOOK_ABORT].snap), info, signal_ctx);
+    t_in_hook--;
+    cc__hooks_read_unlock(tok);
+}

@@ -1,0 +1,96 @@
+/*
+ * chain.h - hook chains read without locks.
+ *
+ * A chain is an atomic pointer to an immutable snapshot (an array of
+ * hooks). Readers load the pointer inside a read-side section; writers
+ * (add/remove, serialized by a mutex, never on the op path) publish a new
+ * snapshot and retire the old one only after every reader that might still
+ * hold it has left: a two-phase reader count in the manner of sleepable RCU.
+ * An empty chain is a NULL pointer, so a chain without hooks costs one load.
+ *
+ * The layer knows nothing of communicators: a chain is owned by whoever
+ * embeds it (the process-wide set, or one communicator), and an owner
+ * pointer lets the core remove all hooks of a communicator at destroy.
+ */
+#ifndef CC_HOOKS_CHAIN_H
+#define CC_HOOKS_CHAIN_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ccomm/hooks.h"
+
+enum cc__hook_kind {
+    CC__HOOK_PRE = 0,
+    CC__HOOK_START,
+    CC__HOOK_POST,
+    CC__HOOK_WAIT,
+    CC__HOOK_ABORT,
+    CC__HOOK_KINDS
+};
+
+struct cc__hook {
+    cc_hook_handle_t handle;
+    void (*fn)(void); /* cast back according to the chain's kind */
+    void *user;
+    unsigned flags;
+};
+
+struct cc__hook_snap {
+    uint32_t n;
+    struct cc__hook hooks[]; /* n entries, in the order they were added */
+};
+
+typedef struct cc__chain {
+    _Atomic(struct cc__hook_snap *) snap; /* NULL when empty */
+} cc__chain_t;
+
+/* A chain set: one chain per kind. Zero-initialised memory is a valid empty set. */
+typedef struct cc__chain_set {
+    cc__chain_t chain[CC__HOOK_KINDS];
+} cc__chain_set_t;
+
+/* The process-wide set (hooks added with comm == NULL). */
+extern cc__chain_set_t cc__global_hooks;
+
+/*
+ * Add a hook to set->chain[kind]. `owner` tags it (NULL for the global set)
+ * so cc__hooks_drop_owner can remove a communicator's hooks at once.
+ * Returns CC_OK, CC_ERR_NO_MEMORY.
+ */
+cc_status_t cc__hook_add(cc__chain_set_t *set, int kind, void (*fn)(void), void *user,
+                         unsigned flags, const void *owner, cc_hook_handle_t *out);
+
+/* Remove by handle; waits until no reader can still run it. */
+cc_status_t cc__hook_remove(cc_hook_handle_t handle);
+
+/* Remove every hook tagged with `owner` and free the set's snapshots.
+ * The caller guarantees no op of that owner is in flight. */
+void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner);
+
+/* Read side. A section is short and never blocks. Nested sections are fine. */
+int cc__hooks_read_lock(void);
+void cc__hooks_read_unlock(int token);
+
+/* 1 while the calling thread runs a hook (cc_hook_remove refuses then). */
+int cc__hooks_in_hook(void);
+
+/*
+ * Run the chains of a kind: the global set first, then `local` (may be
+ * NULL). The PRE runner stops at the first veto and returns it; others
+ * return nothing. The abort runner with signal_ctx != 0 runs only hooks
+ * flagged CC_HOOK_SIGNAL_SAFE.
+ */
+cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op);
+void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op);
+void cc__hooks_run_abort(const cc__chain_set_t *local, const cc_abort_info_t *info,
+                         int signal_ctx);
+
+/* Cheap test used by the door to skip building what no hook will read. */
+static inline int cc__hooks_any(const cc__chain_set_t *local, int kind)
+{
+    return atomic_load_explicit(&cc__global_hooks.chain[kind].snap, memory_order_relaxed) ||
+           (local && atomic_load_explicit(&local->chain[kind].snap, memory_order_relaxed));
+}
+
+#endif /* CC_HOOKS_CHAIN_H */

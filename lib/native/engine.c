@@ -1,0 +1,207 @@
+/*
+ * engine.c - the native engine's table: create (connect the net), submit
+ * (inline or through the worker), drain, abort, destroy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "config.h"
+#include "door.h"
+#include "log.h"
+#include "native.h"
+
+static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+    cc__native_t *nc = ctx;
+    return cc__store_allgather(nc->comm->store, "net", nc->rank, nc->size, mine, all, len,
+                               cc__cfg()->connect_timeout * 1000);
+}
+
+static cc_status_t native_create(struct cc_comm *comm, void **state)
+{
+    cc__native_t *nc = calloc(1, sizeof(*nc));
+    if (!nc) return CC_ERR_NO_MEMORY;
+    nc->comm = comm;
+    nc->rank = comm->rank;
+    nc->size = comm->size;
+    pthread_mutex_init(&nc->lock, NULL);
+    pthread_cond_init(&nc->wake, NULL);
+    pthread_cond_init(&nc->idle, NULL);
+    const struct cc__config *cfg = cc__cfg();
+    cc__net_config_t nconf = {
+        .rank = comm->rank,
+        .size = comm->size,
+        .comm_id = comm->id,
+        .job_id = comm->world->job_id,
+        .transport = comm->transport_req,
+        .socket_addr = cfg->socket_addr,
+        .connect_timeout_ms = cfg->connect_timeout * 1000,
+        .allgather = store_allgather,
+        .allgather_ctx = nc,
+    };
+    char local[64] = "";
+    if (!nconf.socket_addr[0] && cc__store_local_addr(comm->store, local, sizeof(local)) == CC_OK)
+        nconf.socket_addr = local;
+    cc_status_t st = cc__net_create(&nconf, &nc->net);
+    if (st != CC_OK) {
+        pthread_cond_destroy(&nc->idle);
+        pthread_cond_destroy(&nc->wake);
+        pthread_mutex_destroy(&nc->lock);
+        free(nc);
+        return st;
+    }
+    int nshm = 0, ntcp = 0;
+    for (int r = 0; r < nc->size; r++) {
+        if (r == nc->rank) continue;
+        if (!strcmp(cc__net_transport(nc->net, r), "shm")) nshm++;
+        else ntcp++;
+    }
+    nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
+    *state = nc;
+    return CC_OK;
+}
+
+static void *worker_main(void *arg)
+{
+    cc__native_t *nc = arg;
+    cc__log_set_comm(nc->comm->name);
+    pthread_mutex_lock(&nc->lock);
+    for (;;) {
+        while (!nc->head && !nc->stopping) pthread_cond_wait(&nc->wake, &nc->lock);
+        if (!nc->head) break;
+        cc__op_t *op = nc->head;
+        nc->head = op->next;
+        if (!nc->head) nc->tail = NULL;
+        pthread_mutex_unlock(&nc->lock);
+        cc_status_t reason = (cc_status_t)atomic_load(&nc->abort_reason);
+        cc_status_t st = reason != CC_OK ? reason : cc__native_run(nc, op);
+        cc__op_finished(op, st);
+        pthread_mutex_lock(&nc->lock);
+        if (atomic_fetch_sub(&nc->pending, 1) == 1) pthread_cond_broadcast(&nc->idle);
+    }
+    pthread_mutex_unlock(&nc->lock);
+    return NULL;
+}
+
+static cc_status_t enqueue(cc__native_t *nc, cc__op_t *op)
+{
+    pthread_mutex_lock(&nc->lock);
+    if (!nc->worker_started) {
+        if (pthread_create(&nc->worker, NULL, worker_main, nc) != 0) {
+            pthread_mutex_unlock(&nc->lock);
+            cc_log_error(CC_SUBSYS_COLL, "cannot start the progress thread of communicator %s",
+                         nc->comm->name);
+            return CC_ERR_SYSTEM;
+        }
+        nc->worker_started = 1;
+    }
+    op->next = NULL;
+    if (nc->tail) nc->tail->next = op;
+    else nc->head = op;
+    nc->tail = op;
+    atomic_fetch_add(&nc->pending, 1);
+    pthread_cond_signal(&nc->wake);
+    pthread_mutex_unlock(&nc->lock);
+    return CC_OK;
+}
+
+static cc_status_t native_submit(void *state, cc__op_t *op)
+{
+    cc__native_t *nc = state;
+    if (!op->work && atomic_load(&nc->pending) == 0) {
+        cc_status_t reason = (cc_status_t)atomic_load(&nc->abort_reason);
+        cc_status_t st = reason != CC_OK ? reason : cc__native_run(nc, op);
+        cc__op_finished(op, st);
+        return st;
+    }
+    CC_CHECK(enqueue(nc, op));
+    if (op->work) return CC_OK;
+    /* A blocking op behind async ones: the worker runs it, in order. The
+     * engine ends it by its deadline; the grace only guards against a bug. */
+    if (cc__op_wait_done(op, op->deadline_ns + 10000000000ull) != CC_OK) {
+        cc_log_error(CC_SUBSYS_COLL, "%s (op %llu) passed its deadline on the progress thread",
+                     cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id);
+        return CC_ERR_TIMEOUT;
+    }
+    return op->info.status;
+}
+
+static cc_status_t native_drain(void *state, uint64_t deadline_ns)
+{
+    cc__native_t *nc = state;
+    pthread_mutex_lock(&nc->lock);
+    while (atomic_load(&nc->pending) > 0) {
+        uint64_t now = cc__now_ns();
+        if (now >= deadline_ns) {
+            pthread_mutex_unlock(&nc->lock);
+            cc_log_error(CC_SUBSYS_COLL, "communicator %s: %d ops still pending at destroy",
+                         nc->comm->name, atomic_load(&nc->pending));
+            return CC_ERR_TIMEOUT;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&nc->idle, &nc->lock, &ts);
+    }
+    pthread_mutex_unlock(&nc->lock);
+    return CC_OK;
+}
+
+static void native_abort(void *state, cc_status_t reason)
+{
+    cc__native_t *nc = state;
+    int expected = CC_OK;
+    if (!atomic_compare_exchange_strong(&nc->abort_reason, &expected, (int)reason)) return;
+    cc__net_abort(nc->net, reason);
+}
+
+static void native_destroy(void *state)
+{
+    cc__native_t *nc = state;
+    if (!nc) return;
+    pthread_mutex_lock(&nc->lock);
+    nc->stopping = 1;
+    pthread_cond_signal(&nc->wake);
+    int started = nc->worker_started;
+    pthread_mutex_unlock(&nc->lock);
+    if (started) pthread_join(nc->worker, NULL);
+    cc__net_destroy(nc->net);
+    pthread_cond_destroy(&nc->idle);
+    pthread_cond_destroy(&nc->wake);
+    pthread_mutex_destroy(&nc->lock);
+    free(nc->scratch);
+    free(nc);
+}
+
+static const char *native_transport(void *state)
+{
+    return ((cc__native_t *)state)->transport;
+}
+
+void *cc__native_scratch(cc__native_t *nc, size_t len)
+{
+    if (len <= nc->scratch_len) return nc->scratch;
+    void *p = realloc(nc->scratch, len);
+    if (!p) {
+        cc_log_error(CC_SUBSYS_COLL, "out of memory for %zu bytes of scratch on communicator %s",
+                     len, nc->comm->name);
+        return NULL;
+    }
+    nc->scratch = p;
+    nc->scratch_len = len;
+    return p;
+}
+
+const cc_engine_v1_t cc__native_engine = {
+    .version = CC_ENGINE_VERSION_1,
+    .name = "native",
+    .comm_create = native_create,
+    .submit = native_submit,
+    .drain = native_drain,
+    .comm_abort = native_abort,
+    .comm_destroy = native_destroy,
+    .transport = native_transport,
+};

@@ -1,0 +1,188 @@
+/*
+ * test_comm_fault.c - failures end in errors, never in hangs:
+ *  - a rank killed with SIGKILL while the others wait in recv from it: they
+ *    get CC_ERR_PEER_LOST, within a bounded time, over shm and over TCP;
+ *  - a rank that waits on a healthy peer whose own peer died: the failure
+ *    cascades (the healthy peer aborts and tells its peers);
+ *  - a rank that never joins a collective: the others time out with
+ *    CC_ERR_TIMEOUT and their communicator reports it;
+ *  - cc_comm_abort from another thread ends a blocked op with CC_ERR_ABORTED.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ccomm/ccomm.h"
+#include "mp.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Rank 2 dies after the barrier; ranks 0, 1, 3 wait to receive from it. */
+static int killed_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    if (rank == 2) {
+        usleep(200000);
+        raise(SIGKILL);
+    }
+    double t0 = now_s();
+    char buf[16];
+    cc_status_t st = cc_recv(comm, buf, sizeof(buf), CC_UINT8, 2, NULL, NULL);
+    double dt = now_s() - t0;
+    CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST, "recv from the dead rank: %s", cc_status_name(st));
+    CC_TEST_REQUIRE(dt < 10.0, "took %.1f s to notice", dt);
+    CC_TEST_REQUIRE(cc_comm_get_error(comm) == CC_ERR_PEER_LOST, "comm error %s",
+                    cc_status_name(cc_comm_get_error(comm)));
+    /* The comm is broken: later ops are refused at once with its error. */
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_ERR_PEER_LOST, "later op");
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+/* Rank 0 waits on rank 1 (alive); rank 1 waits on rank 2, which dies. */
+static int cascade_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    char buf[8];
+    cc_status_t st = CC_OK;
+    if (rank == 2) {
+        usleep(200000);
+        raise(SIGKILL);
+    } else if (rank == 1) {
+        st = cc_recv(comm, buf, 8, CC_UINT8, 2, NULL, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST, "rank 1: %s", cc_status_name(st));
+    } else {
+        st = cc_recv(comm, buf, 8, CC_UINT8, 1, NULL, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST, "rank 0 (waits on healthy rank 1): %s",
+                        cc_status_name(st));
+    }
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+/* Rank 2 is "stuck in compute" for 3 s; the others' allreduce has a 400 ms deadline. */
+static int timeout_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    float x = 1, y = 0;
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = 400;
+    if (rank == 2) {
+        sleep(3);
+        cc_status_t st = cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, &o, NULL);
+        CC_TEST_REQUIRE(st != CC_OK, "late rank must fail, got OK");
+    } else {
+        double t0 = now_s();
+        cc_status_t st = cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, &o, NULL);
+        double dt = now_s() - t0;
+        CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST, "got %s", cc_status_name(st));
+        CC_TEST_REQUIRE(dt < 3.0, "took %.2f s", dt);
+        CC_TEST_REQUIRE(cc_comm_get_error(comm) != CC_OK, "comm not marked broken");
+    }
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+struct aborter {
+    cc_comm_t *comm;
+};
+
+static void *abort_later(void *p)
+{
+    usleep(300000);
+    cc_comm_abort(((struct aborter *)p)->comm);
+    return NULL;
+}
+
+/* Rank 0 blocks in recv from rank 1 (which never sends); another thread aborts. */
+static int abort_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    if (rank == 0) {
+        struct aborter a = {comm};
+        pthread_t t;
+        pthread_create(&t, NULL, abort_later, &a);
+        char b[4];
+        cc_status_t st = cc_recv(comm, b, 4, CC_UINT8, 1, NULL, NULL);
+        pthread_join(t, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_ABORTED, "aborted recv: %s", cc_status_name(st));
+        CC_TEST_REQUIRE(cc_comm_abort(comm) == CC_OK, "abort twice is fine");
+    } else {
+        char b[4];
+        /* Rank 0's abort reaches rank 1 as a lost peer. */
+        cc_status_t st = cc_recv(comm, b, 4, CC_UINT8, 0, NULL, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST, "peer of aborted rank: %s", cc_status_name(st));
+    }
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void expect_killed(int n, cc_test_rank_fn fn, const char *transport, int victim)
+{
+    char env[64];
+    snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", transport);
+    const char *envs[] = {env, "CCOMM_TIMEOUT=60", "CCOMM_LOG_LEVEL=NONE", NULL};
+    cc_test_child_t res[8];
+    cc_test_fork_ranks(n, fn, NULL, 60, envs, res);
+    for (int r = 0; r < n; r++) {
+        if (r == victim) {
+            assert_false(res[r].exited);
+            assert_int_equal(res[r].signo, SIGKILL);
+        } else {
+            assert_true(res[r].exited);
+            assert_int_equal(res[r].code, 0);
+        }
+    }
+}
+
+static void test_kill_shm(void **s) { (void)s; expect_killed(4, killed_rank, "auto", 2); }
+static void test_kill_tcp(void **s) { (void)s; expect_killed(4, killed_rank, "tcp", 2); }
+static void test_cascade_shm(void **s) { (void)s; expect_killed(3, cascade_rank, "auto", 2); }
+static void test_cascade_tcp(void **s) { (void)s; expect_killed(3, cascade_rank, "tcp", 2); }
+
+static void test_timeout(void **s)
+{
+    (void)s;
+    const char *envs[] = {"CCOMM_LOG_LEVEL=NONE", NULL};
+    assert_int_equal(cc_test_fork_ranks(3, timeout_rank, NULL, 60, envs, NULL), 0);
+}
+
+static void test_abort(void **s)
+{
+    (void)s;
+    const char *envs[] = {"CCOMM_LOG_LEVEL=NONE", NULL};
+    assert_int_equal(cc_test_fork_ranks(2, abort_rank, NULL, 60, envs, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill_shm),    cmocka_unit_test(test_kill_tcp),
+        cmocka_unit_test(test_cascade_shm), cmocka_unit_test(test_cascade_tcp),
+        cmocka_unit_test(test_timeout),     cmocka_unit_test(test_abort),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
