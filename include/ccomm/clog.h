@@ -87,7 +87,7 @@ CC_API cc_status_t cc_clog_open(const char *path, const cc_clog_config_t *config
  * Returns CC_OK; CC_ERR_INVALID_ARG (clog not an open logger, comm invalid);
  * CC_ERR_INVALID_USAGE (already attached to that comm, or comm is NULL and
  * the logger serves single comms, or the reverse: events would be doubled);
- * CC_ERR_NO_MEMORY; CC_ERR_NOT_SUPPORTED (this build has no hook chains).
+ * CC_ERR_NO_MEMORY.
  * Thread safety: any thread; not from inside a hook.
  */
 CC_API cc_status_t cc_clog_attach(cc_clog_t *clog, cc_comm_t *comm);

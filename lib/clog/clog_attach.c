@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clog_core.h"
+#include "ccomm/comm.h"
 #include "clog_internal.h"
 #include "log.h"
 
@@ -82,11 +82,6 @@ cc_status_t cc_clog_attach(cc_clog_t *c, cc_comm_t *comm)
     if (!cc__clog_valid(c)) {
         cc_log_error(CC_SUBSYS_CLOG, "cc_clog_attach: clog %p is not an open logger", (void *)c);
         return CC_ERR_INVALID_ARG;
-    }
-    if (!CC__CLOG_HAVE_CORE()) {
-        cc_log_error(CC_SUBSYS_CLOG, "cc_clog_attach: clog %s: this build has no hook chains",
-                     c->path);
-        return CC_ERR_NOT_SUPPORTED;
     }
     uint64_t id = comm ? cc_comm_id(comm) : 0;
     if (comm && !id) {
