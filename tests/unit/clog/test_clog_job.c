@@ -182,7 +182,7 @@ static int plain_rank(int rank, int size, const char *addr, void *arg)
 static void test_bad_settings_leave_the_job_alone(void **state)
 {
     (void)state;
-    char clog[160], file[160];
+    char clog[200], file[160];
     snprintf(file, sizeof(file), "%s/never.log", tmpdir_make());
     snprintf(clog, sizeof(clog), "CCOMM_CLOG=%s", file);
     const char *bad_events[] = {clog, "CCOMM_CLOG_EVENTS=Q,bogus", NULL};
