@@ -46,7 +46,7 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(cc_barrier(child, NULL, NULL) == CC_OK, "barrier");
     cc_comm_destroy(child);
     cc_comm_destroy(comm);
-    return 0; /* exit(): the exit handler writes the rest and END */
+    exit(0); /* not the harness's _exit: the exit handler writes the rest and END */
 }
 
 static int count(const cl_log_t *log, enum cl_kind kind, char ev)
