@@ -37,13 +37,13 @@ typedef struct cc_clog cc_clog_t;
 /* Events to log (cc_clog_config_t.events). Communicator lines (new_comm,
  * split, end_comm) and the file's own lines (V, DROP, END) are always
  * written; signature lines are written as the events that use them. */
-#define CC_CLOG_Q 0x01u                  /* enqueued (PRE chain) */
-#define CC_CLOG_S 0x02u                  /* started moving data (START chain) */
-#define CC_CLOG_E 0x04u                  /* ended, with status and duration (POST chain) */
-#define CC_CLOG_W 0x08u                  /* the caller waits on the op's work handle */
-#define CC_CLOG_A 0x10u                  /* the communicator aborts (ABORT chain) */
-#define CC_CLOG_LIFECYCLE CC_CLOG_A      /* communicator lines and aborts only */
-#define CC_CLOG_ALL 0x1fu                /* everything */
+#define CC_CLOG_Q         0x01u     /* enqueued (PRE chain) */
+#define CC_CLOG_S         0x02u     /* started moving data (START chain) */
+#define CC_CLOG_E         0x04u     /* ended, with status and duration (POST chain) */
+#define CC_CLOG_W         0x08u     /* the caller waits on the op's work handle */
+#define CC_CLOG_A         0x10u     /* the communicator aborts (ABORT chain) */
+#define CC_CLOG_LIFECYCLE CC_CLOG_A /* communicator lines and aborts only */
+#define CC_CLOG_ALL       0x1fu     /* everything */
 
 /*
  * Logger options. Pass NULL for the defaults or start from
@@ -57,7 +57,10 @@ typedef struct cc_clog_config {
     int64_t flush_timeout_ms; /* bound of the drain on abort and close; 0 = 1000 */
 } cc_clog_config_t;
 
-#define CC_CLOG_CONFIG_INIT {sizeof(cc_clog_config_t), CC_CLOG_ALL, -1, 0u, 0}
+#define CC_CLOG_CONFIG_INIT                                                                        \
+    {                                                                                              \
+        sizeof(cc_clog_config_t), CC_CLOG_ALL, -1, 0u, 0                                           \
+    }
 
 /*
  * cc_clog_open - create (or truncate) the file and start the writer thread.
@@ -74,8 +77,7 @@ typedef struct cc_clog_config {
  * Every error is logged with the path and the cause.
  * Thread safety: any thread.
  */
-CC_API cc_status_t cc_clog_open(const char *path, const cc_clog_config_t *config,
-                                cc_clog_t **clog);
+CC_API cc_status_t cc_clog_open(const char *path, const cc_clog_config_t *config, cc_clog_t **clog);
 
 /*
  * cc_clog_attach - log the ops of `comm`, or of every communicator when comm

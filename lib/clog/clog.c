@@ -21,9 +21,9 @@
 #include "log.h"
 
 static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
-static cc_clog_t *g_open;   /* open loggers (next_open) */
-static int g_atexit_done;   /* the exit handler is registered */
-static cc_clog_t *g_auto;   /* the CCOMM_CLOG logger */
+static cc_clog_t *g_open; /* open loggers (next_open) */
+static int g_atexit_done; /* the exit handler is registered */
+static cc_clog_t *g_auto; /* the CCOMM_CLOG logger */
 
 int cc__clog_valid(const cc_clog_t *c)
 {
@@ -35,8 +35,9 @@ cc_status_t cc_clog_parse_events(const char *text, unsigned *mask)
     static const struct {
         const char *name;
         unsigned bits;
-    } names[] = {{"ALL", CC_CLOG_ALL}, {"LIFECYCLE", CC_CLOG_LIFECYCLE}, {"Q", CC_CLOG_Q},
-                 {"S", CC_CLOG_S},     {"E", CC_CLOG_E},                 {"W", CC_CLOG_W},
+    } names[] = {{"ALL", CC_CLOG_ALL}, {"LIFECYCLE", CC_CLOG_LIFECYCLE},
+                 {"Q", CC_CLOG_Q},     {"S", CC_CLOG_S},
+                 {"E", CC_CLOG_E},     {"W", CC_CLOG_W},
                  {"A", CC_CLOG_A}};
     char buf[128];
     if (!text || !mask || !*text || strlen(text) >= sizeof(buf)) return CC_ERR_INVALID_ARG;
@@ -45,10 +46,13 @@ cc_status_t cc_clog_parse_events(const char *text, unsigned *mask)
     int ntok = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ') tok++;
-        for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';) *--e = '\0';
+        while (*tok == ' ')
+            tok++;
+        for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';)
+            *--e = '\0';
         size_t i = 0;
-        while (i < sizeof(names) / sizeof(names[0]) && strcasecmp(tok, names[i].name)) i++;
+        while (i < sizeof(names) / sizeof(names[0]) && strcasecmp(tok, names[i].name))
+            i++;
         if (i == sizeof(names) / sizeof(names[0])) return CC_ERR_INVALID_ARG;
         m |= names[i].bits;
         ntok++;
@@ -109,8 +113,10 @@ static cc_status_t take_config(const cc_clog_config_t *in, cc_clog_config_t *out
     *out = def;
     if (in) {
         if (in->struct_size < offsetof(cc_clog_config_t, rank)) {
-            cc_log_error(CC_SUBSYS_CLOG, "cc_clog_open: config->struct_size %zu is too small "
-                         "(use CC_CLOG_CONFIG_INIT)", in->struct_size);
+            cc_log_error(CC_SUBSYS_CLOG,
+                         "cc_clog_open: config->struct_size %zu is too small "
+                         "(use CC_CLOG_CONFIG_INIT)",
+                         in->struct_size);
             return CC_ERR_INVALID_ARG;
         }
         memcpy(out, in, in->struct_size < sizeof(*out) ? in->struct_size : sizeof(*out));
@@ -118,10 +124,11 @@ static cc_status_t take_config(const cc_clog_config_t *in, cc_clog_config_t *out
     uint32_t n = out->ring_records ? out->ring_records : CC__CLOG_DEFAULT_RING;
     if (out->events & ~CC_CLOG_ALL || n < 2 || (n & (n - 1)) || n > (1u << 24) ||
         out->flush_timeout_ms < 0 || out->rank < -1) {
-        cc_log_error(CC_SUBSYS_CLOG, "cc_clog_open: bad config: events 0x%x (at most 0x%x), "
+        cc_log_error(CC_SUBSYS_CLOG,
+                     "cc_clog_open: bad config: events 0x%x (at most 0x%x), "
                      "ring_records %u (a power of two, 2 .. 16M), flush_timeout_ms %lld (>= 0), "
-                     "rank %d (>= -1)", out->events, CC_CLOG_ALL, n,
-                     (long long)out->flush_timeout_ms, out->rank);
+                     "rank %d (>= -1)",
+                     out->events, CC_CLOG_ALL, n, (long long)out->flush_timeout_ms, out->rank);
         return CC_ERR_INVALID_ARG;
     }
     out->ring_records = n;
@@ -185,7 +192,8 @@ static void untrack(cc_clog_t *c)
 {
     pthread_mutex_lock(&g_open_lock);
     cc_clog_t **pp = &g_open;
-    while (*pp && *pp != c) pp = &(*pp)->next_open;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next_open;
     if (*pp) *pp = c->next_open;
     pthread_mutex_unlock(&g_open_lock);
 }
@@ -194,7 +202,8 @@ static void untrack(cc_clog_t *c)
 static void at_exit(void)
 {
     pthread_mutex_lock(&g_open_lock);
-    for (cc_clog_t *c = g_open; c; c = c->next_open) cc__clog_writer_stop(c);
+    for (cc_clog_t *c = g_open; c; c = c->next_open)
+        cc__clog_writer_stop(c);
     pthread_mutex_unlock(&g_open_lock);
 }
 
@@ -294,8 +303,10 @@ cc_status_t cc__clog_auto_open(int world_rank)
     if (!cfg->clog || !*cfg->clog || g_auto) return CC_OK;
     cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
     if (cc_clog_parse_events(cfg->clog_events, &conf.events) != CC_OK) {
-        cc_log_error(CC_SUBSYS_CLOG, "CCOMM_CLOG_EVENTS=\"%s\" is not ALL, LIFECYCLE or a list of "
-                     "Q, S, E, W, A; no clog is written", cfg->clog_events);
+        cc_log_error(CC_SUBSYS_CLOG,
+                     "CCOMM_CLOG_EVENTS=\"%s\" is not ALL, LIFECYCLE or a list of "
+                     "Q, S, E, W, A; no clog is written",
+                     cfg->clog_events);
         return CC_ERR_INVALID_ARG;
     }
     conf.rank = world_rank;

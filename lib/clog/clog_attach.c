@@ -115,7 +115,8 @@ cc_status_t cc_clog_detach(cc_clog_t *c, cc_comm_t *comm)
     }
     pthread_mutex_lock(&c->att_lock);
     struct cc__clog_att **pp = &c->atts;
-    while (*pp && (*pp)->comm != comm) pp = &(*pp)->next;
+    while (*pp && (*pp)->comm != comm)
+        pp = &(*pp)->next;
     struct cc__clog_att *a = *pp;
     if (a) {
         *pp = a->next;

@@ -136,7 +136,8 @@ struct cc__clog_fmt *cc__clog_fmt_new(void)
 void cc__clog_fmt_free(struct cc__clog_fmt *f)
 {
     if (!f) return;
-    for (size_t i = 0; i < f->commcap; i++) free(f->comms[i].name);
+    for (size_t i = 0; i < f->commcap; i++)
+        free(f->comms[i].name);
     free(f->comms);
     free(f->sigs);
     free(f);
@@ -158,9 +159,9 @@ static uint64_t sig_hash(const struct sigkey *k)
 
 static int sig_eq(const struct sigkey *a, const struct sigkey *b)
 {
-    return a->comm_id == b->comm_id && a->in_count == b->in_count &&
-           a->out_count == b->out_count && a->root == b->root && a->peer == b->peer &&
-           a->type == b->type && a->dtype == b->dtype && a->redop == b->redop;
+    return a->comm_id == b->comm_id && a->in_count == b->in_count && a->out_count == b->out_count &&
+           a->root == b->root && a->peer == b->peer && a->type == b->type && a->dtype == b->dtype &&
+           a->redop == b->redop;
 }
 
 /* Double the signature table; 0 or -1 (out of memory: the table stays). */
@@ -172,7 +173,8 @@ static int sig_grow(struct cc__clog_fmt *f)
     for (size_t i = 0; i < f->sigcap; i++) {
         if (!f->sigs[i].n) continue;
         size_t j = sig_hash(&f->sigs[i].key) & (ncap - 1);
-        while (n[j].n) j = (j + 1) & (ncap - 1);
+        while (n[j].n)
+            j = (j + 1) & (ncap - 1);
         n[j] = f->sigs[i];
     }
     free(f->sigs);
@@ -218,7 +220,8 @@ static int comm_grow(struct cc__clog_fmt *f)
     for (size_t i = 0; i < f->commcap; i++) {
         if (!f->comms[i].id) continue;
         size_t j = mix(0, f->comms[i].id) & (ncap - 1);
-        while (n[j].id) j = (j + 1) & (ncap - 1);
+        while (n[j].id)
+            j = (j + 1) & (ncap - 1);
         n[j] = f->comms[i];
     }
     free(f->comms);
@@ -241,7 +244,8 @@ static void comm_remember(struct cc__clog_fmt *f, uint64_t id, const char *name)
     if (!id) return;
     if ((f->ncomm + 1) * 2 > f->commcap && comm_grow(f) != 0) return;
     size_t j = mix(0, id) & (f->commcap - 1);
-    while (f->comms[j].id && f->comms[j].id != id) j = (j + 1) & (f->commcap - 1);
+    while (f->comms[j].id && f->comms[j].id != id)
+        j = (j + 1) & (f->commcap - 1);
     char *dup = strdup(name);
     if (!dup) return;
     if (!f->comms[j].id) f->ncomm++;

@@ -34,7 +34,8 @@ static void copy_name(char *dst, const char *src)
 {
     size_t i = 0;
     if (src)
-        for (; i < CC__CLOG_NAME_MAX - 1 && src[i]; i++) dst[i] = src[i];
+        for (; i < CC__CLOG_NAME_MAX - 1 && src[i]; i++)
+            dst[i] = src[i];
     dst[i] = '\0';
 }
 
@@ -104,7 +105,8 @@ static char *ranks_text(cc_comm_t *comm, int size)
     for (int i = 0; i < size;) {
         int first = cc_comm_world_rank(comm, i), j = i + 1;
         if (first < 0) goto fail;
-        while (j < size && cc_comm_world_rank(comm, j) == first + (j - i)) j++;
+        while (j < size && cc_comm_world_rank(comm, j) == first + (j - i))
+            j++;
         if (cap - len < 40) {
             char *n = realloc(s, cap *= 2);
             if (!n) goto fail;

@@ -18,15 +18,15 @@
 #include "ccomm/hooks.h"
 #include "clog_ring.h"
 
-#define CC__CLOG_MAGIC 0x636c6f67u /* "clog" */
-#define CC__CLOG_DEFAULT_RING 8192u
+#define CC__CLOG_MAGIC            0x636c6f67u /* "clog" */
+#define CC__CLOG_DEFAULT_RING     8192u
 #define CC__CLOG_DEFAULT_FLUSH_MS 1000
 
 /* One attachment: the hooks registered for one comm (or for all: comm NULL). */
 struct cc__clog_att {
-    cc_comm_t *comm;          /* borrowed; NULL = all comms */
-    uint64_t comm_id;         /* to tell a reused comm address from the old comm */
-    cc_hook_handle_t h[5];    /* pre, start, post, wait, abort */
+    cc_comm_t *comm;       /* borrowed; NULL = all comms */
+    uint64_t comm_id;      /* to tell a reused comm address from the old comm */
+    cc_hook_handle_t h[5]; /* pre, start, post, wait, abort */
     struct cc__clog_att *next;
 };
 
@@ -41,8 +41,8 @@ struct cc_clog {
     int fd;
     char *path;
     int rank;
-    uint64_t base_mono_ns;  /* the base time on CLOCK_MONOTONIC ... */
-    uint64_t base_real_ns;  /* ... and the same instant on CLOCK_REALTIME */
+    uint64_t base_mono_ns; /* the base time on CLOCK_MONOTONIC ... */
+    uint64_t base_real_ns; /* ... and the same instant on CLOCK_REALTIME */
     int64_t flush_timeout_ms;
 
     /* Writer thread; the fields below `lock` are guarded by it. */

@@ -13,7 +13,8 @@ int cc__clog_ring_init(struct cc__clog_ring *r, uint64_t cap)
     struct cc__clog_slot *s = aligned_alloc(64, cap * sizeof(*s));
     if (!s) return -1;
     memset(s, 0, cap * sizeof(*s));
-    for (uint64_t i = 0; i < cap; i++) atomic_init(&s[i].seq, i);
+    for (uint64_t i = 0; i < cap; i++)
+        atomic_init(&s[i].seq, i);
     r->slots = s;
     r->cap = cap;
     atomic_init(&r->tail, 0);
@@ -27,7 +28,8 @@ void cc__clog_ring_fini(struct cc__clog_ring *r)
     if (!r->slots) return;
     /* Texts of published records the writer never took belong to the ring. */
     struct cc__clog_rec rec;
-    while (cc__clog_ring_pop(r, &rec)) free(rec.text);
+    while (cc__clog_ring_pop(r, &rec))
+        free(rec.text);
     free(r->slots);
     r->slots = NULL;
 }
@@ -42,8 +44,8 @@ int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
         int64_t diff = (int64_t)(seq - pos);
         if (diff == 0) {
             /* Free for this lap: claim it; a failed CAS reloads pos. */
-            if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed))
+            if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed))
                 break;
         } else if (diff < 0) {
             /* The writer has not freed the slot of the previous lap: full. */

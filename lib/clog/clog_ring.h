@@ -36,23 +36,23 @@ enum cc__clog_kind {
  * with the op path.
  */
 struct cc__clog_rec {
-    uint8_t kind;       /* enum cc__clog_kind */
-    uint8_t type;       /* cc_op_type_t */
-    uint8_t dtype;      /* cc_dtype_t; CC_DTYPE_COUNT = none */
-    uint8_t redop;      /* cc_redop_t; CC_REDOP_COUNT = none */
-    int32_t status;     /* E: the op's status; A: the abort reason */
-    int32_t root;       /* -1 = none */
-    int32_t peer;       /* -1 = none */
-    int32_t rank;       /* NEW: rank in the comm */
-    int32_t size;       /* NEW: ranks in the comm */
-    uint64_t op_id;     /* 0 = none (A without a culprit op) */
-    uint64_t seq;       /* coll_seq, or p2p_seq for point-to-point */
+    uint8_t kind;   /* enum cc__clog_kind */
+    uint8_t type;   /* cc_op_type_t */
+    uint8_t dtype;  /* cc_dtype_t; CC_DTYPE_COUNT = none */
+    uint8_t redop;  /* cc_redop_t; CC_REDOP_COUNT = none */
+    int32_t status; /* E: the op's status; A: the abort reason */
+    int32_t root;   /* -1 = none */
+    int32_t peer;   /* -1 = none */
+    int32_t rank;   /* NEW: rank in the comm */
+    int32_t size;   /* NEW: ranks in the comm */
+    uint64_t op_id; /* 0 = none (A without a culprit op) */
+    uint64_t seq;   /* coll_seq, or p2p_seq for point-to-point */
     uint64_t comm_id;
-    uint64_t t_ns;      /* CLOCK_MONOTONIC time of the event */
-    uint64_t t_ref_ns;  /* E: when the measured duration began; NEW: parent comm id */
+    uint64_t t_ns;     /* CLOCK_MONOTONIC time of the event */
+    uint64_t t_ref_ns; /* E: when the measured duration began; NEW: parent comm id */
     uint64_t in_count;
     uint64_t out_count;
-    char *text;         /* owned heap string (A: message, NEW: ranks) or NULL */
+    char *text;                   /* owned heap string (A: message, NEW: ranks) or NULL */
     char name[CC__CLOG_NAME_MAX]; /* comm name, NUL-terminated, truncated */
 };
 
@@ -64,10 +64,10 @@ struct cc__clog_slot {
 
 struct cc__clog_ring {
     struct cc__clog_slot *slots;
-    uint64_t cap;                    /* power of two */
-    alignas(64) _Atomic uint64_t tail; /* next position to claim (producers) */
+    uint64_t cap;                         /* power of two */
+    alignas(64) _Atomic uint64_t tail;    /* next position to claim (producers) */
     alignas(64) _Atomic uint64_t dropped; /* records refused because the ring was full */
-    alignas(64) uint64_t head;       /* next position to take (consumer only) */
+    alignas(64) uint64_t head;            /* next position to take (consumer only) */
 };
 
 /* Allocate `cap` slots (a power of two >= 2). 0 or -1 (out of memory). */

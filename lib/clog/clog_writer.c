@@ -21,7 +21,7 @@
 
 #define WRITER_MIN_SLEEP_US 100u
 #define WRITER_MAX_SLEEP_US 20000u
-#define WRITER_STALL_US 50u /* retry delay while a producer finishes publishing */
+#define WRITER_STALL_US     50u /* retry delay while a producer finishes publishing */
 
 /* Write the buffer out; on failure the lines are lost and the error logged once. */
 static void write_buf(cc_clog_t *c)
@@ -33,8 +33,7 @@ static void write_buf(cc_clog_t *c)
         if (w <= 0) {
             if (!c->io_error)
                 cc_log_error(CC_SUBSYS_CLOG, "clog %s: write failed: %s; %zu bytes of lines lost",
-                             c->path, w < 0 ? strerror(errno) : "wrote nothing",
-                             c->buflen - off);
+                             c->path, w < 0 ? strerror(errno) : "wrote nothing", c->buflen - off);
             c->io_error = 1;
             break;
         }
@@ -63,8 +62,8 @@ static size_t writer_pass(cc_clog_t *c)
     while (cc__clog_ring_pop(&c->ring, &r)) {
         /* One record makes at most a sig line and a line of CC__CLOG_LINE_MAX. */
         if (CC__CLOG_BUF_SIZE - c->buflen < CC__CLOG_LINE_MAX + 1024) write_buf(c);
-        c->buflen += cc__clog_fmt_rec(c->fmt, c, &r, c->buf + c->buflen,
-                                      CC__CLOG_BUF_SIZE - c->buflen);
+        c->buflen +=
+            cc__clog_fmt_rec(c->fmt, c, &r, c->buf + c->buflen, CC__CLOG_BUF_SIZE - c->buflen);
         n++;
     }
     if (CC__CLOG_BUF_SIZE - c->buflen < 1024) write_buf(c);
@@ -133,7 +132,8 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&c->lock);
         pthread_cond_broadcast(&c->progress);
         if (c->stop) break;
-        nap = n ? WRITER_MIN_SLEEP_US : (nap * 2 > WRITER_MAX_SLEEP_US ? WRITER_MAX_SLEEP_US : nap * 2);
+        nap = n ? WRITER_MIN_SLEEP_US
+                : (nap * 2 > WRITER_MAX_SLEEP_US ? WRITER_MAX_SLEEP_US : nap * 2);
         /* A flusher waits for a record a producer is still publishing: poll soon. */
         if (!c->paused && c->flush_target > atomic_load(&c->written)) nap = WRITER_STALL_US;
         wait_us(c, nap);

@@ -21,7 +21,7 @@ static const char usage[] =
     "                         the event lines that match, in merge order\n"
     "  stats FILE...          per communicator and signature: count, errors,\n"
     "                         latency p50/p99/max from enqueue to end, bytes\n"
-    "  follow FILE [--duration S] [--no-wait]\n"
+    "  follow FILE [--duration S] [--no-wait] [--interval MS]\n"
     "                         print a file's lines readably as they are written,\n"
     "                         until Ctrl-C (or S seconds, or the end with --no-wait)\n"
     "  check FILE...          find ops enqueued but never ended, failed ops,\n"
@@ -69,7 +69,8 @@ cl_log_t **cclog_load_all(char **paths, int n, FILE *err, int *bad)
 
 void cclog_free_all(cl_log_t **logs, int n)
 {
-    for (int i = 0; logs && i < n; i++) cl_log_free(logs[i]);
+    for (int i = 0; logs && i < n; i++)
+        cl_log_free(logs[i]);
     free(logs);
 }
 
@@ -86,7 +87,8 @@ int cclog_parse_when(const char *text, int *relative, int64_t *us)
         size_t nf = strspn(++s, "0123456789");
         if (!nf || nf > 6) return -1;
         int64_t frac = strtoll(s, NULL, 10);
-        for (size_t k = nf; k < 6; k++) frac *= 10;
+        for (size_t k = nf; k < 6; k++)
+            frac *= 10;
         v += frac;
         s += nf;
     }
@@ -126,7 +128,9 @@ void cclog_put_safe(FILE *out, const char *s)
 {
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch < 0x20 || ch >= 0x7f || ch == '\\') fprintf(out, "\\x%02x", ch);
-        else fputc(ch, out);
+        if (ch < 0x20 || ch >= 0x7f || ch == '\\')
+            fprintf(out, "\\x%02x", ch);
+        else
+            fputc(ch, out);
     }
 }

@@ -22,9 +22,9 @@ struct pend {
     uint64_t op_id;
     uint32_t sig;
     uint64_t seq;
-    int64_t t;    /* first event's time */
+    int64_t t; /* first event's time */
     int started;
-    int open;     /* 0 once E was seen */
+    int open; /* 0 once E was seen */
 };
 
 struct pendset {
@@ -37,7 +37,8 @@ struct pendset {
 static size_t pslot(const struct pendset *p, uint64_t id)
 {
     size_t j = (size_t)(id * 0x9e3779b97f4a7c15ull) & (p->nslot - 1);
-    while (p->slot[j] && p->v[p->slot[j] - 1].op_id != id) j = (j + 1) & (p->nslot - 1);
+    while (p->slot[j] && p->v[p->slot[j] - 1].op_id != id)
+        j = (j + 1) & (p->nslot - 1);
     return j;
 }
 
@@ -49,7 +50,8 @@ static int prehash(struct pendset *p)
     free(p->slot);
     p->slot = s;
     p->nslot = ns;
-    for (size_t i = 0; i < p->n; i++) p->slot[pslot(p, p->v[i].op_id)] = i + 1;
+    for (size_t i = 0; i < p->n; i++)
+        p->slot[pslot(p, p->v[i].op_id)] = i + 1;
     return 0;
 }
 
@@ -76,7 +78,7 @@ static struct pend *pget(struct pendset *p, uint64_t id, int make)
 
 struct ctx {
     FILE *out;
-    int64_t end_us;     /* the latest time in all logs */
+    int64_t end_us; /* the latest time in all logs */
     uint64_t problems;
     int files_with_problems;
 };
@@ -203,7 +205,7 @@ struct last {
 };
 
 /* Point-to-point ops have no collective seq; the class comes from ccomm/types.h. */
-#define IS_P2P_P2P 1
+#define IS_P2P_P2P  1
 #define IS_P2P_COLL 0
 #define IS_P2P_LIFE 0
 static int is_p2p(const char *op)
@@ -239,7 +241,8 @@ static int collect_last(const cl_log_t *log, struct last **v, size_t *n, size_t 
         const cl_sig_t *s = e->kind == CL_EVENT && e->ev == 'Q' ? cl_log_sig(log, e->sig) : NULL;
         if (!s || is_p2p(s->op)) continue;
         size_t j = first;
-        while (j < *n && strcmp((*v)[j].comm, s->comm)) j++;
+        while (j < *n && strcmp((*v)[j].comm, s->comm))
+            j++;
         if (j == *n) {
             if (*n == *cap) {
                 size_t nc = *cap ? *cap * 2 : 64;
@@ -261,7 +264,8 @@ static void print_ranks(FILE *out, const struct last *v, size_t a, size_t b)
     fprintf(out, "%s ", b - a > 1 ? "ranks" : "rank");
     for (size_t i = a; i < b;) {
         size_t j = i + 1;
-        while (j < b && v[j].rank == v[j - 1].rank + 1) j++;
+        while (j < b && v[j].rank == v[j - 1].rank + 1)
+            j++;
         fprintf(out, "%s%" PRId64, i > a ? "," : "", v[i].rank);
         if (j - i > 1) fprintf(out, "-%" PRId64, v[j - 1].rank);
         i = j;
@@ -278,7 +282,8 @@ static int check_across(struct ctx *c, cl_log_t **logs, int nlogs)
     if (n) qsort(v, n, sizeof(*v), last_cmp);
     for (size_t i = 0; i < n;) {
         size_t end = i;
-        while (end < n && !strcmp(v[end].comm, v[i].comm)) end++;
+        while (end < n && !strcmp(v[end].comm, v[i].comm))
+            end++;
         if (v[i].seq != v[end - 1].seq) {
             if (!hdr) fprintf(c->out, "across files:\n");
             hdr = 1;
@@ -288,7 +293,8 @@ static int check_across(struct ctx *c, cl_log_t **logs, int nlogs)
             fprintf(c->out, ": last collective enqueued:");
             for (size_t a = i; a < end;) {
                 size_t b = a;
-                while (b < end && v[b].seq == v[a].seq) b++;
+                while (b < end && v[b].seq == v[a].seq)
+                    b++;
                 fprintf(c->out, "%s", a > i ? "; " : " ");
                 print_ranks(c->out, v, a, b);
                 fprintf(c->out, " at seq %" PRIu64, v[a].seq);
@@ -341,11 +347,13 @@ int cclog_check(int argc, char **argv, FILE *out, FILE *err)
     if (!rc) rc = check_across(&c, logs, n);
     char t[32] = "-";
     if (c.end_us != CL_NO_TIME) cl_fmt_time(c.end_us, t, sizeof(t));
-    if (rc) fprintf(err, "cclog check: out of memory\n");
+    if (rc)
+        fprintf(err, "cclog check: out of memory\n");
     else if (c.problems)
         fprintf(out, "%" PRIu64 " problem%s in %d of %d files", c.problems,
                 c.problems == 1 ? "" : "s", c.files_with_problems, n - bad);
-    else fprintf(out, "no problems in %d file%s", n - bad, n - bad == 1 ? "" : "s");
+    else
+        fprintf(out, "no problems in %d file%s", n - bad, n - bad == 1 ? "" : "s");
     if (!rc && bad) fprintf(out, "; %d unusable", bad);
     if (!rc) fprintf(out, "; the logs end at %s\n", t);
     cclog_free_all(logs, n);

@@ -55,8 +55,12 @@ static void print_event(FILE *out, const cl_log_t *log, const cl_line_t *l)
         if (s->root >= 0) fprintf(out, " root %" PRId64, s->root);
         if (s->peer >= 0) fprintf(out, " peer %" PRId64, s->peer);
         break;
-    case 'S': fprintf(out, ": started"); break;
-    case 'W': fprintf(out, ": waited on"); break;
+    case 'S':
+        fprintf(out, ": started");
+        break;
+    case 'W':
+        fprintf(out, ": waited on");
+        break;
     default:
         fprintf(out, ": ended %s after %" PRId64 ".%03" PRId64 " ms", l->status, l->dur_us / 1000,
                 l->dur_us % 1000);
@@ -95,12 +99,16 @@ static void print_pretty(FILE *out, const cl_log_t *log, cl_line_t *l)
         cclog_put_safe(out, l->comm);
         fprintf(out, ": destroyed\n");
         break;
-    case CL_EVENT: print_event(out, log, l); break;
+    case CL_EVENT:
+        print_event(out, log, l);
+        break;
     case CL_DROP:
         fprintf(out, "** %" PRIu64 " records dropped (%" PRIu64 " in all) **\n", l->count,
                 l->total);
         break;
-    default: fprintf(out, "== log closed, %" PRIu64 " records dropped in all\n", l->total); break;
+    default:
+        fprintf(out, "== log closed, %" PRIu64 " records dropped in all\n", l->total);
+        break;
     }
 }
 

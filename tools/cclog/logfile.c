@@ -35,7 +35,8 @@ static void entry_free(cl_entry_t *e)
 void cl_log_free(cl_log_t *log)
 {
     if (!log) return;
-    for (size_t i = 0; i < log->nentries; i++) entry_free(&log->entries[i]);
+    for (size_t i = 0; i < log->nentries; i++)
+        entry_free(&log->entries[i]);
     for (uint32_t i = 0; i < log->nsig; i++) {
         free(log->sigs[i].op);
         free(log->sigs[i].dtype);
@@ -278,7 +279,8 @@ cl_log_t *cl_log_load(const char *path, FILE *errs)
         const cl_entry_t *e;
         if (toolong) {
             log->lineno++;
-            report(log, log->have_header ? "" : "not a clog file: ", "line longer than 1 MiB, skipped");
+            report(log,
+                   log->have_header ? "" : "not a clog file: ", "line longer than 1 MiB, skipped");
             log->nerrors++;
             if (!log->have_header) log->unusable = 1;
             if (log->unusable) break;

@@ -15,9 +15,9 @@
 
 struct cur {
     cl_log_t *log;
-    int64_t *t;   /* sort time of each entry */
-    size_t i;     /* next entry */
-    int idx;      /* file order breaks ties */
+    int64_t *t; /* sort time of each entry */
+    size_t i;   /* next entry */
+    int idx;    /* file order breaks ties */
 };
 
 /* Sort times: timed lines (and V, at the base) their own; sig lines the next one's. */
@@ -63,17 +63,21 @@ int cclog_merge_visit(cl_log_t **logs, int n, cclog_visit_fn fn, void *arg)
     for (int i = 0; i < n && !rc; i++) {
         if (!logs[i] || logs[i]->unusable || !logs[i]->nentries) continue;
         c[i] = (struct cur){logs[i], sort_times(logs[i]), 0, i};
-        if (!c[i].t) rc = -1;
-        else h[nh++] = &c[i];
+        if (!c[i].t)
+            rc = -1;
+        else
+            h[nh++] = &c[i];
     }
-    for (int k = nh / 2; k-- > 0;) sift_down(h, nh, k);
+    for (int k = nh / 2; k-- > 0;)
+        sift_down(h, nh, k);
     while (nh && !rc) {
         struct cur *top = h[0];
         rc = fn(top->log, &top->log->entries[top->i], top->t[top->i], arg);
         if (++top->i == top->log->nentries) h[0] = h[--nh];
         sift_down(h, nh, 0);
     }
-    for (int i = 0; c && i < n; i++) free(c[i].t);
+    for (int i = 0; c && i < n; i++)
+        free(c[i].t);
     free(c);
     free(h);
     return rc;
@@ -81,8 +85,10 @@ int cclog_merge_visit(cl_log_t **logs, int n, cclog_visit_fn fn, void *arg)
 
 const char *cclog_rank_str(const cl_log_t *log, char *buf, size_t len)
 {
-    if (log->rank < 0) snprintf(buf, len, "r?");
-    else snprintf(buf, len, "r%lld", (long long)log->rank);
+    if (log->rank < 0)
+        snprintf(buf, len, "r?");
+    else
+        snprintf(buf, len, "r%lld", (long long)log->rank);
     return buf;
 }
 
@@ -151,7 +157,7 @@ struct filter {
     const char *comm, *op, *events;
     long long *ranks;
     int nranks;
-    long long sig;        /* -1 = any */
+    long long sig; /* -1 = any */
     int since_rel, until_rel;
     int64_t since, until; /* CL_NO_TIME = unbounded */
     FILE *out;
@@ -171,7 +177,8 @@ static int matches(const struct filter *f, const cl_log_t *log, const cl_entry_t
     if (f->events && !strchr(f->events, e->ev)) return 0;
     if (f->sig >= 0 && (long long)e->sig != f->sig) return 0;
     int rank_ok = !f->nranks;
-    for (int i = 0; i < f->nranks && !rank_ok; i++) rank_ok = f->ranks[i] == log->rank;
+    for (int i = 0; i < f->nranks && !rank_ok; i++)
+        rank_ok = f->ranks[i] == log->rank;
     if (!rank_ok || !in_time(f, log, e->t_us)) return 0;
     const cl_sig_t *s = cl_log_sig(log, e->sig);
     const char *comm = e->ev == 'A' ? e->comm : s ? s->comm : NULL;
@@ -200,38 +207,44 @@ static int filter_one(cl_log_t *log, const cl_entry_t *e, int64_t t, void *arg)
 
 static void filter_help(FILE *out)
 {
-    fprintf(out,
-            "usage: cclog filter FILE... [--comm NAME] [--op NAME] [--event Q,S,E,W,A]\n"
-            "                            [--rank R[,R..]] [--sig N] [--since T] [--until T]\n"
-            "Print the event lines (Q, S, E, W, A) that pass every given test, in merge\n"
-            "order and format, each signature's sig line before its first event shown.\n"
-            "  --comm NAME   the op's communicator\n"
-            "  --op NAME     the op, e.g. all_reduce, send\n"
-            "  --event LIST  event letters\n"
-            "  --rank LIST   ranks (from the files' headers)\n"
-            "  --sig N       signature number C<N> (numbers are per file: use with --rank)\n"
-            "  --since T, --until T\n"
-            "                bounds, inclusive: unix time in seconds (1714234567.5) or,\n"
-            "                with a leading +, seconds after each file's base time (+12.5)\n");
+    fprintf(out, "usage: cclog filter FILE... [--comm NAME] [--op NAME] [--event Q,S,E,W,A]\n"
+                 "                            [--rank R[,R..]] [--sig N] [--since T] [--until T]\n"
+                 "Print the event lines (Q, S, E, W, A) that pass every given test, in merge\n"
+                 "order and format, each signature's sig line before its first event shown.\n"
+                 "  --comm NAME   the op's communicator\n"
+                 "  --op NAME     the op, e.g. all_reduce, send\n"
+                 "  --event LIST  event letters\n"
+                 "  --rank LIST   ranks (from the files' headers)\n"
+                 "  --sig N       signature number C<N> (numbers are per file: use with --rank)\n"
+                 "  --since T, --until T\n"
+                 "                bounds, inclusive: unix time in seconds (1714234567.5) or,\n"
+                 "                with a leading +, seconds after each file's base time (+12.5)\n");
 }
 
 /* Parse filter options into f; returns -1 (exit 2), 0, or 1 (help shown). */
 static int filter_opts(int argc, char **argv, struct filter *f, FILE *out, FILE *err)
 {
-    static const struct option opts[] = {
-        {"comm", required_argument, NULL, 'c'},  {"op", required_argument, NULL, 'o'},
-        {"event", required_argument, NULL, 'e'}, {"rank", required_argument, NULL, 'r'},
-        {"sig", required_argument, NULL, 's'},   {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"comm", required_argument, NULL, 'c'},
+                                         {"op", required_argument, NULL, 'o'},
+                                         {"event", required_argument, NULL, 'e'},
+                                         {"rank", required_argument, NULL, 'r'},
+                                         {"sig", required_argument, NULL, 's'},
+                                         {"since", required_argument, NULL, 'S'},
+                                         {"until", required_argument, NULL, 'U'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     optind = 0;
     opterr = 0;
     int o, li = 0;
     while ((o = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         char *end = NULL;
         switch (o) {
-        case 'c': f->comm = optarg; break;
-        case 'o': f->op = optarg; break;
+        case 'c':
+            f->comm = optarg;
+            break;
+        case 'o':
+            f->op = optarg;
+            break;
         case 'e':
             f->events = optarg;
             if (strspn(optarg, "QSEWA,") != strlen(optarg) || !*optarg) goto bad;
@@ -250,7 +263,9 @@ static int filter_opts(int argc, char **argv, struct filter *f, FILE *out, FILE 
         case 'U':
             if (cclog_parse_when(optarg, &f->until_rel, &f->until)) goto bad;
             break;
-        case 'h': filter_help(out); return 1;
+        case 'h':
+            filter_help(out);
+            return 1;
         default:
             fprintf(err, "cclog filter: unknown option or missing value: \"%s\"\n",
                     argv[optind - 1]);
@@ -288,7 +303,8 @@ int cclog_filter(int argc, char **argv, FILE *out, FILE *err)
         if (!oom) cclog_merge_visit(logs, n, filter_one, &f);
         rc = bad || oom ? 2 : 0;
     }
-    for (int i = 0; f.shown && i < n; i++) free(f.shown[i]);
+    for (int i = 0; f.shown && i < n; i++)
+        free(f.shown[i]);
     free(f.shown);
     free(f.ranks);
     cclog_free_all(logs, n);

@@ -20,7 +20,8 @@
 static void quote(char *dst, size_t len, const char *s)
 {
     size_t o = 0;
-    for (; *s && o + 4 < len && o < 40; s++) dst[o++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+    for (; *s && o + 4 < len && o < 40; s++)
+        dst[o++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
     if (*s && o + 4 < len) {
         memcpy(dst + o, "...", 3);
         o += 3;
@@ -158,7 +159,8 @@ struct fields {
 static int kv(struct fields *fs, int i, const char *key, char **val, char *err, size_t errlen)
 {
     size_t k = strlen(key);
-    if (i >= fs->n) return fail(err, errlen, "field %d: expected \"%s=\", the line ends", i + 1, key);
+    if (i >= fs->n)
+        return fail(err, errlen, "field %d: expected \"%s=\", the line ends", i + 1, key);
     if (strncmp(fs->f[i], key, k) || fs->f[i][k] != '=') {
         char q[64];
         quote(q, sizeof(q), fs->f[i]);
@@ -178,15 +180,36 @@ static int field(struct fields *fs, int i, const char *key, enum vt t, void *out
     if (kv(fs, i, key, &v, err, errlen)) return -1;
     int ok;
     switch (t) {
-    case V_U64: ok = !parse_u64(v, out); break;
-    case V_I64: ok = !parse_i64(v, out); break;
-    case V_HEX: ok = !parse_hex(v, out); break;
-    case V_DUR: ok = !parse_fixed6(v, 0, out); break;
-    case V_TEXT: ok = !decode(v); *(const char **)out = v; break;
-    case V_NAME: ok = is_name(v, 0); *(const char **)out = v; break;
-    case V_NAME_DASH: ok = is_name(v, 1); *(const char **)out = v; break;
-    case V_STATUS: ok = is_status(v); *(const char **)out = v; break;
-    default: ok = 0;
+    case V_U64:
+        ok = !parse_u64(v, out);
+        break;
+    case V_I64:
+        ok = !parse_i64(v, out);
+        break;
+    case V_HEX:
+        ok = !parse_hex(v, out);
+        break;
+    case V_DUR:
+        ok = !parse_fixed6(v, 0, out);
+        break;
+    case V_TEXT:
+        ok = !decode(v);
+        *(const char **)out = v;
+        break;
+    case V_NAME:
+        ok = is_name(v, 0);
+        *(const char **)out = v;
+        break;
+    case V_NAME_DASH:
+        ok = is_name(v, 1);
+        *(const char **)out = v;
+        break;
+    case V_STATUS:
+        ok = is_status(v);
+        *(const char **)out = v;
+        break;
+    default:
+        ok = 0;
     }
     if (ok) return 0;
     char q[64];
@@ -379,9 +402,12 @@ static void dump_str(FILE *out, const char *s)
     fputc('"', out);
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f) fprintf(out, "\\x%02x", ch);
-        else fputc(ch, out);
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20 || ch >= 0x7f)
+            fprintf(out, "\\x%02x", ch);
+        else
+            fputc(ch, out);
     }
     fputc('"', out);
 }
@@ -430,13 +456,15 @@ void cl_line_dump(const cl_line_t *l, FILE *out)
         fprintf(out, " id=%016" PRIx64 " t=%s", l->comm_id, t);
         break;
     case CL_SIG:
-        fprintf(out, "sig C%u op=%s in=%" PRIu64 " out=%" PRIu64 " dtype=%s red_op=%s root=%" PRId64
-                     " peer=%" PRId64 " comm=",
+        fprintf(out,
+                "sig C%u op=%s in=%" PRIu64 " out=%" PRIu64 " dtype=%s red_op=%s root=%" PRId64
+                " peer=%" PRId64 " comm=",
                 l->sig, l->op, l->in_count, l->out_count, l->dtype, l->red_op, l->root, l->peer);
         dump_str(out, l->comm);
         break;
     case CL_EVENT:
-        fprintf(out, "event C%u %c op_id=%" PRIu64 " seq=%" PRIu64, l->sig, l->ev, l->op_id, l->seq);
+        fprintf(out, "event C%u %c op_id=%" PRIu64 " seq=%" PRIu64, l->sig, l->ev, l->op_id,
+                l->seq);
         if (l->ev == 'E') {
             cl_fmt_time(l->dur_us, d, sizeof(d));
             fprintf(out, " status=%s dur=%s", l->status, d);

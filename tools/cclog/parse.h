@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #define CL_LINE_MAX (1u << 20) /* longer lines are reported and skipped */
-#define CL_NO_TIME INT64_MIN
+#define CL_NO_TIME  INT64_MIN
 
 /* Event bits of a header's events= field. */
 #define CL_EV_Q 1u
@@ -40,34 +40,34 @@ enum cl_kind {
 /* One parsed line. Strings point into the caller's line buffer (decoded in place). */
 typedef struct cl_line {
     enum cl_kind kind;
-    int64_t off_us;       /* the line's +offset in µs; CL_NO_TIME for V and sig */
+    int64_t off_us; /* the line's +offset in µs; CL_NO_TIME for V and sig */
     /* V */
     int version;
-    int64_t base_us;      /* unix time of the base, µs */
+    int64_t base_us; /* unix time of the base, µs */
     int64_t rank;
     int64_t pid;
     const char *host;
-    const char *events;   /* letters of the events the file may hold, or "-" */
+    const char *events; /* letters of the events the file may hold, or "-" */
     /* new_comm, split, end_comm, A */
-    const char *comm;     /* new_comm, end_comm, A: the comm; split: the child */
-    const char *parent;   /* split */
-    uint64_t comm_id;     /* new_comm, end_comm; split: the child's */
-    uint64_t parent_id;   /* split */
-    int64_t comm_rank;    /* new_comm */
-    int64_t comm_size;    /* new_comm */
-    const char *ranks;    /* split */
+    const char *comm;   /* new_comm, end_comm, A: the comm; split: the child */
+    const char *parent; /* split */
+    uint64_t comm_id;   /* new_comm, end_comm; split: the child's */
+    uint64_t parent_id; /* split */
+    int64_t comm_rank;  /* new_comm */
+    int64_t comm_size;  /* new_comm */
+    const char *ranks;  /* split */
     /* sig and events */
-    uint32_t sig;         /* C<n>; 0 only for A */
-    char ev;              /* 'Q', 'S', 'E', 'W', 'A' */
-    const char *op;       /* sig */
+    uint32_t sig;   /* C<n>; 0 only for A */
+    char ev;        /* 'Q', 'S', 'E', 'W', 'A' */
+    const char *op; /* sig */
     uint64_t in_count, out_count;
-    const char *dtype;    /* sig: name or "-" */
-    const char *red_op;   /* sig: name or "-" */
+    const char *dtype;  /* sig: name or "-" */
+    const char *red_op; /* sig: name or "-" */
     int64_t root, peer;
     uint64_t op_id, seq;
-    const char *status;   /* E: status; A: reason (e.g. "OK", "ERR_TIMEOUT") */
-    int64_t dur_us;       /* E */
-    const char *msg;      /* A */
+    const char *status; /* E: status; A: reason (e.g. "OK", "ERR_TIMEOUT") */
+    int64_t dur_us;     /* E */
+    const char *msg;    /* A */
     /* DROP, END */
     uint64_t count, total;
 } cl_line_t;
@@ -93,45 +93,45 @@ typedef struct cl_sig {
 
 /* One kept line: enough for every command, plus the text for merge and filter. */
 typedef struct cl_entry {
-    char *text;           /* the line as read (owned) */
+    char *text; /* the line as read (owned) */
     int lineno;
     enum cl_kind kind;
-    char ev;              /* events: the letter; else 0 */
-    uint32_t sig;         /* sig lines and events */
+    char ev;      /* events: the letter; else 0 */
+    uint32_t sig; /* sig lines and events */
     uint64_t op_id, seq;
-    int64_t t_us;         /* absolute unix time in µs; V: the base; sig: CL_NO_TIME */
-    int64_t dur_us;       /* E */
-    char status[24];      /* E: status, A: reason */
-    char *comm;           /* A, new_comm, end_comm, split (child): decoded (owned) */
-    char *msg;            /* A: decoded (owned) */
-    uint64_t count;       /* DROP */
+    int64_t t_us;    /* absolute unix time in µs; V: the base; sig: CL_NO_TIME */
+    int64_t dur_us;  /* E */
+    char status[24]; /* E: status, A: reason */
+    char *comm;      /* A, new_comm, end_comm, split (child): decoded (owned) */
+    char *msg;       /* A: decoded (owned) */
+    uint64_t count;  /* DROP */
 } cl_entry_t;
 
 typedef struct cl_log {
-    char *path;           /* as given (owned) */
-    FILE *errs;           /* where problems go: "path:line: message" */
-    int keep;             /* keep entries (all commands but follow) */
+    char *path; /* as given (owned) */
+    FILE *errs; /* where problems go: "path:line: message" */
+    int keep;   /* keep entries (all commands but follow) */
     /* Header. */
     int have_header;
     int64_t base_us;
     int64_t rank;
     int64_t pid;
     char *host;
-    unsigned events;      /* CL_EV_* bits from the header */
+    unsigned events; /* CL_EV_* bits from the header */
     /* State. */
-    cl_sig_t *sigs;       /* sigs[0 .. nsig-1] are C1 .. C<nsig> */
+    cl_sig_t *sigs; /* sigs[0 .. nsig-1] are C1 .. C<nsig> */
     uint32_t nsig;
     cl_entry_t *entries;
     size_t nentries, capentries;
     int lineno;
-    uint64_t nerrors;     /* malformed lines */
-    int truncated;        /* the last line had no newline */
-    int unusable;         /* no header, unreadable: nothing else is trusted */
-    int end_seen;         /* an END line */
-    uint64_t dropped;     /* sum of DROP counts */
-    int64_t last_us;      /* time of the latest timed line, or CL_NO_TIME */
-    cl_entry_t scratch;   /* the current entry when entries are not kept */
-    void *user;           /* for the commands */
+    uint64_t nerrors;   /* malformed lines */
+    int truncated;      /* the last line had no newline */
+    int unusable;       /* no header, unreadable: nothing else is trusted */
+    int end_seen;       /* an END line */
+    uint64_t dropped;   /* sum of DROP counts */
+    int64_t last_us;    /* time of the latest timed line, or CL_NO_TIME */
+    cl_entry_t scratch; /* the current entry when entries are not kept */
+    void *user;         /* for the commands */
 } cl_log_t;
 
 /* Start an empty log for `path` (nothing read). NULL when out of memory. */

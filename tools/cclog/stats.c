@@ -77,7 +77,8 @@ struct qmap {
 static size_t qslot(const struct qmap *m, uint64_t id)
 {
     size_t j = (size_t)(id * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-    while (m->id[j] && m->id[j] != id) j = (j + 1) & (m->cap - 1);
+    while (m->id[j] && m->id[j] != id)
+        j = (j + 1) & (m->cap - 1);
     return j;
 }
 
@@ -85,7 +86,8 @@ static int qput(struct qmap *m, uint64_t id, int64_t t)
 {
     if (!id) return 0;
     if ((m->n + 1) * 2 > m->cap) {
-        struct qmap g = {calloc(m->cap ? m->cap * 2 : 1024, 8), NULL, m->cap ? m->cap * 2 : 1024, 0};
+        struct qmap g = {calloc(m->cap ? m->cap * 2 : 1024, 8), NULL, m->cap ? m->cap * 2 : 1024,
+                         0};
         g.t = calloc(g.cap, 8);
         if (!g.id || !g.t) {
             free(g.id);
@@ -142,8 +144,10 @@ static int64_t pct(const int64_t *lat, size_t n, int p)
 
 static void print_us(FILE *out, int64_t us)
 {
-    if (us < 0) fprintf(out, " %9s", "-");
-    else fprintf(out, " %9" PRId64, us);
+    if (us < 0)
+        fprintf(out, " %9s", "-");
+    else
+        fprintf(out, " %9" PRId64, us);
 }
 
 /* One row: the samples v[0..n) share a signature and are sorted by rank. */
@@ -160,10 +164,10 @@ static int row(FILE *out, const struct sample *v, size_t n)
     }
     qsort(lat, nl, sizeof(*lat), lat_cmp);
     uint64_t per = (s->in_count > s->out_count ? s->in_count : s->out_count) * s->elem_size;
-    fprintf(out, "  %-20s %-5s %-6s %12" PRIu64 " %12" PRIu64 " %5" PRId64 " %5" PRId64
-                 " %6zu %8zu %7zu",
-            s->op, s->dtype, s->red_op, s->in_count, s->out_count, s->root, s->peer, nr, n,
-            errors);
+    fprintf(out,
+            "  %-20s %-5s %-6s %12" PRIu64 " %12" PRIu64 " %5" PRId64 " %5" PRId64
+            " %6zu %8zu %7zu",
+            s->op, s->dtype, s->red_op, s->in_count, s->out_count, s->root, s->peer, nr, n, errors);
     print_us(out, nl ? pct(lat, nl, 50) : -1);
     print_us(out, nl ? pct(lat, nl, 99) : -1);
     print_us(out, nl ? lat[nl - 1] : -1);
@@ -177,17 +181,19 @@ static int print_stats(FILE *out, struct sample *v, size_t n)
     for (size_t i = 0; i < n;) {
         const char *comm = v[i].sig->comm;
         size_t end = i, ops = 0;
-        while (end < n && !strcmp(v[end].sig->comm, comm)) end++;
+        while (end < n && !strcmp(v[end].sig->comm, comm))
+            end++;
         ops = end - i;
         fprintf(out, "comm ");
         cclog_put_safe(out, comm);
         fprintf(out, ": %zu ops ended\n", ops);
         fprintf(out, "  %-20s %-5s %-6s %12s %12s %5s %5s %6s %8s %7s %9s %9s %9s %12s %14s\n",
-                "op", "dtype", "red_op", "in_count", "out_count", "root", "peer", "ranks",
-                "count", "errors", "p50_us", "p99_us", "max_us", "bytes/op", "bytes");
+                "op", "dtype", "red_op", "in_count", "out_count", "root", "peer", "ranks", "count",
+                "errors", "p50_us", "p99_us", "max_us", "bytes/op", "bytes");
         while (i < end) {
             size_t j = i + 1;
-            while (j < end && !sig_cmp(v[j].sig, v[i].sig)) j++;
+            while (j < end && !sig_cmp(v[j].sig, v[i].sig))
+                j++;
             if (row(out, v + i, j - i)) return -1;
             i = j;
         }

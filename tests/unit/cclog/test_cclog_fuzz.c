@@ -82,10 +82,30 @@ static void splice(struct buf *b, size_t at, size_t n, const char *ins, size_t m
 static void mutate(struct buf *b)
 {
     static const char *const tokens[] = {
-        "|", "%", "%0", "%00", "%7C", "\n", "", "C0", "C4294967296", "C99999", "|+", "-",
-        "99999999999999999999", "+999999999999.999999", "=", "|sig|", "|E|", "|A|",
-        "V|1|base_timestamp=1.000000|rank=0|pid=1|host=h|events=QSEWA\n", "\xff", "...", "0-",
-        "DROP|count=1|total=1|+0.000001\n", "split|parent=?|child=x|parent_id=1|child_id=2|"};
+        "|",
+        "%",
+        "%0",
+        "%00",
+        "%7C",
+        "\n",
+        "",
+        "C0",
+        "C4294967296",
+        "C99999",
+        "|+",
+        "-",
+        "99999999999999999999",
+        "+999999999999.999999",
+        "=",
+        "|sig|",
+        "|E|",
+        "|A|",
+        "V|1|base_timestamp=1.000000|rank=0|pid=1|host=h|events=QSEWA\n",
+        "\xff",
+        "...",
+        "0-",
+        "DROP|count=1|total=1|+0.000001\n",
+        "split|parent=?|child=x|parent_id=1|child_id=2|"};
     size_t at = below(b->n + 1);
     switch (below(7)) {
     case 0: /* one byte, any value */
@@ -148,7 +168,8 @@ static void test_fuzz(void **state)
         const struct buf *s = &seeds[below((size_t)nseeds)];
         struct buf b = {malloc(s->n + 1), s->n};
         memcpy(b.p, s->p, s->n);
-        for (int m = 1 + (int)below(4); m-- > 0;) mutate(&b);
+        for (int m = 1 + (int)below(4); m-- > 0;)
+            mutate(&b);
         FILE *f = fopen(path, "wb");
         fwrite(b.p, 1, b.n, f);
         fclose(f);
@@ -157,8 +178,9 @@ static void test_fuzz(void **state)
         fclose(f);
         free(b.p);
         char *merge[] = {"cclog", "merge", path, path2, NULL};
-        char *filter[] = {"cclog", "filter", path, path2, "--comm", "world", "--event", "Q,E,A",
-                          "--since", "+0.001", "--until", "1714234567.5", "--sig", "1", NULL};
+        char *filter[] = {"cclog",   "filter",       path,    path2,     "--comm",
+                          "world",   "--event",      "Q,E,A", "--since", "+0.001",
+                          "--until", "1714234567.5", "--sig", "1",       NULL};
         char *stats[] = {"cclog", "stats", path, path2, NULL};
         char *check[] = {"cclog", "check", path, path2, NULL};
         char *follow[] = {"cclog", "follow", "--no-wait", path, NULL};
@@ -175,7 +197,8 @@ static void test_fuzz(void **state)
     print_message("check exit statuses over %d cases: 0: %d, 1: %d, 2: %d\n", g_cases, rcs[0],
                   rcs[1], rcs[2]);
     assert_true(rcs[1] > 0 && rcs[2] > 0);
-    for (int i = 0; i < nseeds; i++) free(seeds[i].p);
+    for (int i = 0; i < nseeds; i++)
+        free(seeds[i].p);
 }
 
 int main(int argc, char **argv)

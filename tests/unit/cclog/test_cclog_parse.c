@@ -28,13 +28,26 @@ static void test_round_trip(void **state)
     assert_int_equal(cc_clog_open(path, &conf, &c), CC_OK);
     cc__op_t op;
     memset(&op, 0, sizeof(op));
-    op.info = (cc_op_info_t){.op_id = 99, .comm_id = 0xfeed, .comm_name = "we|ird%name",
-                             .rank = 1, .size = 3, .type = CC_OP_REDUCE_SCATTERV, .coll_seq = 5,
-                             .root = -1, .peer = -1, .dtype = CC_BFLOAT16, .redop = CC_AVG,
-                             .in_count = 300, .out_count = 100, .status = CC_OK};
+    op.info = (cc_op_info_t){.op_id = 99,
+                             .comm_id = 0xfeed,
+                             .comm_name = "we|ird%name",
+                             .rank = 1,
+                             .size = 3,
+                             .type = CC_OP_REDUCE_SCATTERV,
+                             .coll_seq = 5,
+                             .root = -1,
+                             .peer = -1,
+                             .dtype = CC_BFLOAT16,
+                             .redop = CC_AVG,
+                             .in_count = 300,
+                             .out_count = 100,
+                             .status = CC_OK};
     op.info.parent_comm_id = 0xabc;
-    cc__clog_on_post(&(cc__op_t){.info = {.type = CC_OP_COMM_INIT, .comm_id = 0xabc,
-                                          .comm_name = "world", .size = 3, .status = CC_OK}}
+    cc__clog_on_post(&(cc__op_t){.info = {.type = CC_OP_COMM_INIT,
+                                          .comm_id = 0xabc,
+                                          .comm_name = "world",
+                                          .size = 3,
+                                          .status = CC_OK}}
                           .info,
                      c);
     cc__op_t init = op;
@@ -45,8 +58,8 @@ static void test_round_trip(void **state)
     cc__clog_on_start(&op.info, c);
     cc__clog_on_wait(&op.info, c);
     cc__clog_on_post(&op.info, c);
-    cc_abort_info_t ai = {NULL, 0xfeed, "we|ird%name", 1, 3, CC_ERR_TIMEOUT, "it\ttook|too%long",
-                          &op.info, 0};
+    cc_abort_info_t ai = {
+        NULL, 0xfeed, "we|ird%name", 1, 3, CC_ERR_TIMEOUT, "it\ttook|too%long", &op.info, 0};
     cc__clog_on_abort(&ai, c);
     cc__op_t d = init;
     d.info.type = CC_OP_COMM_DESTROY;
@@ -72,9 +85,10 @@ static void test_round_trip(void **state)
     assert_int_equal(log->sigs[0].elem_size, 2);
     /* V, new_comm x2, split, sig, Q, S, W, E, A, end_comm, END */
     assert_int_equal(log->nentries, 12);
-    const char kinds[] = {CL_HEADER, CL_NEW_COMM, CL_NEW_COMM, CL_SPLIT, CL_SIG, CL_EVENT,
+    const char kinds[] = {CL_HEADER, CL_NEW_COMM, CL_NEW_COMM, CL_SPLIT, CL_SIG,      CL_EVENT,
                           CL_EVENT,  CL_EVENT,    CL_EVENT,    CL_EVENT, CL_END_COMM, CL_END};
-    for (int i = 0; i < 12; i++) assert_int_equal(log->entries[i].kind, kinds[i]);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(log->entries[i].kind, kinds[i]);
     assert_int_equal(log->entries[5].t_us, log->base_us + 1);
     assert_string_equal(log->entries[9].msg, "it\ttook|too%long");
     assert_string_equal(log->entries[9].status, "ERR_TIMEOUT");
@@ -92,9 +106,11 @@ static void test_long_line(void **state)
     FILE *f = fopen(path, "w");
     fprintf(f, "V|1|base_timestamp=1.000000|rank=0|pid=1|host=h|events=QSEWA\n");
     fputs("C1|sig|barrier|in_count=0|out_count=0|dtype=-|red_op=-|root=-1|peer=-1|comm=", f);
-    for (int i = 0; i < (1 << 20); i++) fputc('x', f);
+    for (int i = 0; i < (1 << 20); i++)
+        fputc('x', f);
     fputs("\nEND|dropped=0|+0.000001\n", f);
-    for (int i = 0; i < (1 << 20) + 10; i++) fputc('y', f); /* and a cut one */
+    for (int i = 0; i < (1 << 20) + 10; i++)
+        fputc('y', f); /* and a cut one */
     fclose(f);
     char *err = NULL;
     size_t elen = 0;

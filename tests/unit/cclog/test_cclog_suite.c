@@ -57,8 +57,10 @@ static void spew(const char *path, const char *text, size_t len)
 static int expect(const char *want_path, const char *got, size_t len, int optional)
 {
     if (g_update) {
-        if (len || !optional) spew(want_path, got, len);
-        else unlink(want_path);
+        if (len || !optional)
+            spew(want_path, got, len);
+        else
+            unlink(want_path);
         return 0;
     }
     char *want = slurp(want_path, NULL);

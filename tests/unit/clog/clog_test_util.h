@@ -32,8 +32,7 @@ static inline int rm_one(const char *path, const struct stat *sb, int flag, stru
 /* Remove the directory and its files. */
 static inline void tmpdir_remove(void)
 {
-    if (clog_test_dir[0])
-        nftw(clog_test_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (clog_test_dir[0]) nftw(clog_test_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* An op as the door would hand it to hooks. */
@@ -82,7 +81,8 @@ static inline char **read_lines(const char *path, int *n)
 
 static inline void lines_free(char **v)
 {
-    for (char **p = v; p && *p; p++) free(*p);
+    for (char **p = v; p && *p; p++)
+        free(*p);
     free(v);
 }
 

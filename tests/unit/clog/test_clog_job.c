@@ -37,7 +37,7 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     cc_work_free(w);
     if (size > 1) {
         int v = rank;
-        cc_status_t st = rank == 0 ? cc_send(comm, &v, 1, CC_INT32, 1, NULL, NULL)
+        cc_status_t st = rank == 0   ? cc_send(comm, &v, 1, CC_INT32, 1, NULL, NULL)
                          : rank == 1 ? cc_recv(comm, &v, 1, CC_INT32, 0, NULL, NULL)
                                      : CC_OK;
         CC_TEST_REQUIRE(st == CC_OK, "p2p %s", cc_status_name(st));
@@ -142,7 +142,8 @@ static int api_rank(int rank, int size, const char *addr, void *arg)
     cc_status_t st = cc_recv(comm, &v, 1, CC_INT32, 0, &o, NULL);
     CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT, "recv %s", cc_status_name(st));
     /* The abort chain may still be running on the watchdog: let it finish. */
-    for (int i = 0; i < 200 && cc_comm_get_error(comm) == CC_OK; i++) usleep(10000);
+    for (int i = 0; i < 200 && cc_comm_get_error(comm) == CC_OK; i++)
+        usleep(10000);
     usleep(100000);
     _exit(0); /* no close, no exit handler: only what the abort flushed is there */
 }

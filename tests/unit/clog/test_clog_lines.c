@@ -135,7 +135,8 @@ static void test_signature_numbering(void **state)
     cc__op_t e = make_op(CC_OP_ALLREDUCE, 5, 4, 100);
     e.info.redop = CC_MAX;
     cc__op_t *seq[] = {&a, &b, &a, &d, &b, &e, &d};
-    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) cc__clog_on_pre(&seq[i]->info, c);
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
+        cc__clog_on_pre(&seq[i]->info, c);
     int n;
     char **l = close_and_read(c, &n);
     const char *want[] = {
@@ -190,7 +191,8 @@ static void test_comm_lines(void **state)
     int n;
     char **l = close_and_read(c, &n);
     assert_int_equal(n, 6);
-    for (int i = 1; i < n; i++) assert_true(strip_offset(l[i]));
+    for (int i = 1; i < n; i++)
+        assert_true(strip_offset(l[i]));
     assert_string_equal(l[1], "new_comm|comm=world|id=000000abcdef0123|rank=0|size=4");
     assert_string_equal(l[2], "new_comm|comm=world.1%7Codd|id=0000000000000042|rank=1|size=2");
     assert_string_equal(l[3], "split|parent=world|child=world.1%7Codd|parent_id=000000abcdef0123|"
@@ -208,8 +210,15 @@ static void test_abort_lines_and_flush(void **state)
     cc__op_t op = make_op(CC_OP_ALLREDUCE, 12, 6, 8);
     op.info.t_enqueue_ns = c->base_mono_ns + 10;
     cc__clog_on_pre(&op.info, c);
-    cc_abort_info_t ai = {NULL, op.info.comm_id, "world", 0, 4, CC_ERR_TIMEOUT,
-                          "all_reduce 12 timed out | rank 3 silent\n", &op.info, 0};
+    cc_abort_info_t ai = {NULL,
+                          op.info.comm_id,
+                          "world",
+                          0,
+                          4,
+                          CC_ERR_TIMEOUT,
+                          "all_reduce 12 timed out | rank 3 silent\n",
+                          &op.info,
+                          0};
     cc__clog_on_abort(&ai, c);
     ai.op = NULL;
     ai.reason = CC_ERR_ABORTED;
@@ -218,7 +227,8 @@ static void test_abort_lines_and_flush(void **state)
     int n;
     char **l = read_lines(cc_clog_path(c), &n); /* not closed: the abort flushed */
     assert_int_equal(n, 5);
-    for (int i = 3; i < n; i++) assert_true(strip_offset(l[i]));
+    for (int i = 3; i < n; i++)
+        assert_true(strip_offset(l[i]));
     assert_string_equal(l[3], "C1|A|op_id=12|seq=6|comm=world|reason=ERR_TIMEOUT|"
                               "msg=all_reduce 12 timed out %7C rank 3 silent%0A");
     assert_string_equal(l[4], "C0|A|op_id=0|seq=0|comm=world|reason=ERR_ABORTED|"
@@ -305,7 +315,7 @@ static void test_bad_paths_and_args(void **state)
     conf = (cc_clog_config_t)CC_CLOG_CONFIG_INIT;
     conf.struct_size = 1;
     assert_int_equal(cc_clog_open("/tmp/x", &conf, &c), CC_ERR_INVALID_ARG);
-    assert_ptr_equal(c, (cc_clog_t *)0x1); /* never set on failure */
+    assert_ptr_equal(c, (cc_clog_t *)0x1);           /* never set on failure */
     assert_true(cc__log_error_count() >= errs + 11); /* each was logged */
     /* Handles that are not open loggers. */
     cc_clog_t fake;

@@ -27,7 +27,8 @@ static cc_clog_t *open_small(const char *name, uint32_t ring)
 static int count_prefix(char **l, const char *prefix)
 {
     int k = 0;
-    for (; *l; l++) k += strncmp(*l, prefix, strlen(prefix)) == 0;
+    for (; *l; l++)
+        k += strncmp(*l, prefix, strlen(prefix)) == 0;
     return k;
 }
 
@@ -130,7 +131,8 @@ static void test_concurrent_producers(void **state)
         p[i] = (struct producer){c, i + 1, PER};
         assert_int_equal(pthread_create(&t[i], NULL, produce, &p[i]), 0);
     }
-    for (int i = 0; i < NT; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < NT; i++)
+        pthread_join(t[i], NULL);
     char path[256];
     snprintf(path, sizeof(path), "%s", cc_clog_path(c));
     uint64_t dropped = cc_clog_dropped(c);
@@ -224,10 +226,8 @@ static void test_flush_at_exit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ring_basics),
-        cmocka_unit_test(test_drop_counting),
-        cmocka_unit_test(test_concurrent_producers),
-        cmocka_unit_test(test_flush_and_close),
+        cmocka_unit_test(test_ring_basics),          cmocka_unit_test(test_drop_counting),
+        cmocka_unit_test(test_concurrent_producers), cmocka_unit_test(test_flush_and_close),
         cmocka_unit_test(test_flush_at_exit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
