@@ -8,8 +8,6 @@
  * time a signature appears. The writer also remembers comm names by id, so a
  * split line can name the parent.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,25 +61,42 @@ static void puts_(struct out *o, const char *s)
     put(o, s, strlen(s));
 }
 
+/* Decimal digits by hand: snprintf costs more than all the rest of a line. */
 static void putf_u64(struct out *o, uint64_t v)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
-    put(o, tmp, (size_t)n);
+    size_t n = sizeof(tmp);
+    do
+        tmp[--n] = (char)('0' + v % 10);
+    while (v /= 10);
+    put(o, tmp + n, sizeof(tmp) - n);
 }
 
 static void putf_i64(struct out *o, int64_t v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-    put(o, tmp, (size_t)n);
+    if (v < 0) put(o, "-", 1);
+    putf_u64(o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* "S.UUUUUU" from microseconds. */
+static void put_us(struct out *o, uint64_t us)
+{
+    char frac[6];
+    putf_u64(o, us / 1000000);
+    us %= 1000000;
+    for (int i = 5; i >= 0; i--, us /= 10)
+        frac[i] = (char)('0' + us % 10);
+    put(o, ".", 1);
+    put(o, frac, 6);
 }
 
 static void put_hex(struct out *o, uint64_t v)
 {
-    char tmp[20];
-    int n = snprintf(tmp, sizeof(tmp), "%016" PRIx64, v);
-    put(o, tmp, (size_t)n);
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        tmp[i] = hex[v & 15];
+    put(o, tmp, 16);
 }
 
 /*
@@ -111,21 +126,17 @@ static void put_esc(struct out *o, const char *s, size_t limit)
 /* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs. */
 static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
 {
-    char tmp[48];
-    uint64_t d = t >= c->base_mono_ns ? t - c->base_mono_ns : c->base_mono_ns - t;
-    d /= 1000;
-    int n = snprintf(tmp, sizeof(tmp), "|%c%" PRIu64 ".%06" PRIu64 "\n",
-                     t >= c->base_mono_ns ? '+' : '-', d / 1000000, d % 1000000);
-    put(o, tmp, (size_t)n);
+    int after = t >= c->base_mono_ns;
+    uint64_t d = after ? t - c->base_mono_ns : c->base_mono_ns - t;
+    put(o, after ? "|+" : "|-", 2);
+    put_us(o, d / 1000);
+    put(o, "\n", 1);
 }
 
 /* A duration in seconds with µs: "0.000300". */
 static void put_secs(struct out *o, uint64_t ns)
 {
-    char tmp[32];
-    uint64_t us = ns / 1000;
-    int n = snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, us / 1000000, us % 1000000);
-    put(o, tmp, (size_t)n);
+    put_us(o, ns / 1000);
 }
 
 struct cc__clog_fmt *cc__clog_fmt_new(void)
@@ -411,11 +422,8 @@ size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
     if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
     host[sizeof(host) - 1] = '\0';
     struct out o = {buf, 0, cap};
-    uint64_t us = c->base_real_ns / 1000;
-    char tmp[64];
-    int n = snprintf(tmp, sizeof(tmp), "V|1|base_timestamp=%" PRIu64 ".%06" PRIu64, us / 1000000,
-                     us % 1000000);
-    put(&o, tmp, (size_t)n);
+    puts_(&o, "V|1|base_timestamp=");
+    put_us(&o, c->base_real_ns / 1000);
     puts_(&o, "|rank=");
     putf_i64(&o, c->rank);
     puts_(&o, "|pid=");
