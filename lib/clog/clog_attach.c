@@ -22,6 +22,7 @@ static void att_unhook(struct cc__clog_att *a)
         if (a->h[i]) cc_hook_remove(a->h[i]);
 }
 
+/* The five hooks, all or none: a half-attached logger would log half an op. */
 static cc_status_t att_hook(cc_clog_t *c, struct cc__clog_att *a)
 {
     cc_comm_t *comm = a->comm;
@@ -83,6 +84,7 @@ cc_status_t cc_clog_attach(cc_clog_t *c, cc_comm_t *comm)
         cc_log_error(CC_SUBSYS_CLOG, "cc_clog_attach: clog %p is not an open logger", (void *)c);
         return CC_ERR_INVALID_ARG;
     }
+    /* cc_comm_id checks the comm's magic: 0 means not a live communicator. */
     uint64_t id = comm ? cc_comm_id(comm) : 0;
     if (comm && !id) {
         cc_log_error(CC_SUBSYS_CLOG, "cc_clog_attach: comm %p is not a valid communicator",
@@ -114,6 +116,7 @@ cc_status_t cc_clog_detach(cc_clog_t *c, cc_comm_t *comm)
         return CC_ERR_INVALID_ARG;
     }
     pthread_mutex_lock(&c->att_lock);
+    /* By address only: the comm may be destroyed, so it must not be asked anything. */
     struct cc__clog_att **pp = &c->atts;
     while (*pp && (*pp)->comm != comm)
         pp = &(*pp)->next;
@@ -136,6 +139,7 @@ cc_status_t cc_clog_detach(cc_clog_t *c, cc_comm_t *comm)
 /* Close: remove every attachment (each hook has stopped when this returns). */
 void cc__clog_detach_all(cc_clog_t *c)
 {
+    /* Take the list, then unhook outside the lock: removal waits for running hooks. */
     pthread_mutex_lock(&c->att_lock);
     struct cc__clog_att *a = c->atts;
     c->atts = NULL;

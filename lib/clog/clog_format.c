@@ -26,20 +26,23 @@ struct sigkey {
     uint8_t redop;
 };
 
+/* A table slot; numbers start at 1 so that 0 can mark a free slot. */
 struct sigent {
     struct sigkey key;
     uint32_t n; /* 0 = empty slot */
 };
 
-struct comment {
+/* A comm seen in a NEW record. Id 0 is never a comm's (the core hashes ids). */
+struct comm_ent {
     uint64_t id; /* 0 = empty slot */
-    char *name;
+    char *name;  /* owned, full length */
 };
 
+/* Both tables grow by doubling at half load, so probes stay short. */
 struct cc__clog_fmt {
     struct sigent *sigs; /* open addressing, linear probing; cap a power of two */
     size_t nsig, sigcap;
-    struct comment *comms;
+    struct comm_ent *comms; /* the same scheme, by comm id */
     size_t ncomm, commcap;
 };
 
@@ -49,6 +52,7 @@ struct out {
     size_t len, cap;
 };
 
+/* Cut rather than overflow: the caller sized the buffer for the longest line. */
 static void put(struct out *o, const char *s, size_t n)
 {
     if (n > o->cap - o->len) n = o->cap - o->len;
@@ -72,6 +76,7 @@ static void putf_u64(struct out *o, uint64_t v)
     put(o, tmp + n, sizeof(tmp) - n);
 }
 
+/* Negated as unsigned so INT64_MIN prints right too. */
 static void putf_i64(struct out *o, int64_t v)
 {
     if (v < 0) put(o, "-", 1);
@@ -90,6 +95,7 @@ static void put_us(struct out *o, uint64_t us)
     put(o, frac, 6);
 }
 
+/* Ids as 16 hex digits, fixed width so lines of one comm line up. */
 static void put_hex(struct out *o, uint64_t v)
 {
     static const char hex[] = "0123456789abcdef";
@@ -110,6 +116,7 @@ static void put_esc(struct out *o, const char *s, size_t limit)
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
         int esc = ch < 0x20 || ch >= 0x7f || ch == '|' || ch == '%';
+        /* Room for one escape and the "..." is kept, so the cut is always marked. */
         if (o->len + 3 + 3 > limit) {
             puts_(o, "...");
             return;
@@ -126,6 +133,7 @@ static void put_esc(struct out *o, const char *s, size_t limit)
 /* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs. */
 static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
 {
+    /* Unsigned arithmetic both ways: an event before the base gets a '-'. */
     int after = t >= c->base_mono_ns;
     uint64_t d = after ? t - c->base_mono_ns : c->base_mono_ns - t;
     put(o, after ? "|+" : "|-", 2);
@@ -154,6 +162,8 @@ void cc__clog_fmt_free(struct cc__clog_fmt *f)
     free(f);
 }
 
+/* A cheap 64-bit mix (boost's hash_combine, then a murmur finaliser step):
+ * counts and ids are far from random, and linear probing needs spread. */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -168,6 +178,7 @@ static uint64_t sig_hash(const struct sigkey *k)
     return mix(h, (uint64_t)k->type << 16 | (uint64_t)k->dtype << 8 | k->redop);
 }
 
+/* Field by field: comparing the structs with memcmp would compare padding. */
 static int sig_eq(const struct sigkey *a, const struct sigkey *b)
 {
     return a->comm_id == b->comm_id && a->in_count == b->in_count && a->out_count == b->out_count &&
@@ -196,7 +207,7 @@ static int sig_grow(struct cc__clog_fmt *f)
 
 /*
  * The number of the record's signature; *fresh = 1 when it is new (its sig
- * line must be written). Out of memory: 0, and the event is written as C0.
+ * line must be written). 0 when the table cannot grow (out of memory).
  */
 static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r, int *fresh)
 {
@@ -223,10 +234,11 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     return f->sigs[j].n;
 }
 
+/* As sig_grow, for the comm table. */
 static int comm_grow(struct cc__clog_fmt *f)
 {
     size_t ncap = f->commcap ? f->commcap * 2 : 16;
-    struct comment *n = calloc(ncap, sizeof(*n));
+    struct comm_ent *n = calloc(ncap, sizeof(*n));
     if (!n) return -1;
     for (size_t i = 0; i < f->commcap; i++) {
         if (!f->comms[i].id) continue;
@@ -241,6 +253,7 @@ static int comm_grow(struct cc__clog_fmt *f)
     return 0;
 }
 
+/* The name a NEW record gave comm `id`, or NULL: a split's parent may predate the logger. */
 static const char *comm_name(const struct cc__clog_fmt *f, uint64_t id)
 {
     if (!id || !f->commcap) return NULL;
@@ -265,6 +278,7 @@ static void comm_remember(struct cc__clog_fmt *f, uint64_t id, const char *name)
     f->comms[j].name = dup;
 }
 
+/* Records keep CC_DTYPE_COUNT / CC_REDOP_COUNT for "none"; the file says "-". */
 static const char *dtype_or_dash(unsigned d)
 {
     return d < CC_DTYPE_COUNT ? cc_dtype_name((cc_dtype_t)d) : "-";
@@ -302,8 +316,8 @@ static void put_sig(struct out *o, uint32_t n, const struct cc__clog_rec *r)
 /* One of C<n>|Q, S, E, W, A. */
 static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struct cc__clog_rec *r)
 {
-    static const char letters[] = "?QSEWA";
-    size_t start = o->len;
+    static const char letters[] = "?QSEWA"; /* indexed by enum cc__clog_kind */
+    size_t start = o->len;                  /* a message is cut relative to the line */
     puts_(o, "C");
     putf_u64(o, n);
     char ev[4] = {'|', letters[r->kind], '|', 0};
@@ -316,6 +330,7 @@ static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struc
         puts_(o, "|status=");
         puts_(o, cc_status_name((cc_status_t)r->status));
         puts_(o, "|dur=");
+        /* A clock that went backwards between threads reads as 0, never as huge. */
         put_secs(o, r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0);
     } else if (r->kind == CC__CLOG_REC_A) {
         puts_(o, "|comm=");
@@ -342,6 +357,7 @@ static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t 
     puts_(o, "|size=");
     putf_i64(o, r->size);
     put_off_nl(o, c, r->t_ns);
+    /* t_ref_ns carries the parent's id: nonzero for children of split and create_group. */
     if (r->t_ref_ns) {
         const char *parent = comm_name(f, r->t_ref_ns);
         start = o->len;
@@ -357,11 +373,12 @@ static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t 
         put_esc(o, r->text ? r->text : "?", start + CC__CLOG_LINE_MAX - 32);
         put_off_nl(o, c, r->t_ns);
     }
+    /* After the split line: a comm is never its own parent. */
     comm_remember(f, r->comm_id, r->name);
 }
 
-size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, const cc_clog_t *c, struct cc__clog_rec *rec,
-                        char *buf, size_t cap)
+size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_rec *rec, char *buf,
+                        size_t cap)
 {
     struct out o = {buf, 0, cap};
     switch (rec->kind) {
@@ -383,6 +400,11 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, const cc_clog_t *c, struct cc__c
         /* An abort with no culprit op has no signature: C0. */
         int fresh = 0;
         uint32_t n = rec->op_id ? sig_number(f, rec, &fresh) : 0;
+        if (!n && rec->kind != CC__CLOG_REC_A) {
+            /* No memory for a new signature: the line cannot be written; say so. */
+            atomic_fetch_add_explicit(&c->ring.dropped, 1, memory_order_relaxed);
+            break;
+        }
         if (fresh) put_sig(&o, n, rec);
         put_event(&o, c, n, rec);
         break;
@@ -390,6 +412,7 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, const cc_clog_t *c, struct cc__c
     default:
         break; /* cannot happen: only the hooks make records */
     }
+    /* The record owned its text; the line (if any) has a copy. */
     free(rec->text);
     rec->text = NULL;
     return o.len;
@@ -418,6 +441,7 @@ size_t cc__clog_fmt_end(const cc_clog_t *c, uint64_t total, uint64_t t, char *bu
 
 size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
 {
+    /* Read here, not cached: a header is written once per file. */
     char host[256] = "?";
     if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
     host[sizeof(host) - 1] = '\0';

@@ -24,6 +24,7 @@ static const unsigned char op_class[] = {
 #undef CC__CLOG_CLASS
 };
 
+/* Out-of-range types count as lifecycle: they are skipped, never used as an index. */
 static int is_lifecycle(cc_op_type_t t)
 {
     return (unsigned)t >= CC_OP_TYPE_COUNT || op_class[t] == CLS_LIFE;
@@ -42,8 +43,10 @@ static void copy_name(char *dst, const char *src)
 /* The signature and identity of an op, common to every op event. */
 static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, uint64_t t)
 {
+    /* Every field is written (no memset): the record is copied whole into the ring. */
     r->kind = (uint8_t)kind;
     r->type = (uint8_t)op->type;
+    /* Clamped so the writer can index its name tables without checks of its own. */
     r->dtype = (uint8_t)((unsigned)op->dtype < CC_DTYPE_COUNT ? op->dtype : CC_DTYPE_COUNT);
     r->redop = (uint8_t)((unsigned)op->redop < CC_REDOP_COUNT ? op->redop : CC_REDOP_COUNT);
     r->status = 0;
@@ -52,8 +55,10 @@ static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, ui
     r->rank = op->rank;
     r->size = op->size;
     r->op_id = op->op_id;
+    /* One seq column: the number that orders this op among its peers' ops. */
     r->seq = op_class[op->type] == CLS_P2P ? op->p2p_seq : op->coll_seq;
     r->comm_id = op->comm_id;
+    /* The door's own timestamp when it has one, so lines agree with the recorder. */
     r->t_ns = t ? t : cc__now_ns();
     r->t_ref_ns = 0;
     r->in_count = op->in_count;
@@ -69,6 +74,7 @@ cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
     if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
     struct cc__clog_rec r;
     fill_op(&r, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
+    /* A full ring counts the record itself; nothing to do about it here. */
     cc__clog_ring_push(&c->ring, &r);
     return CC_OK; /* clog never vetoes */
 }
@@ -82,6 +88,7 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
     cc__clog_ring_push(&c->ring, &r);
 }
 
+/* The wait has no timestamp of its own in the info: read the clock (vDSO). */
 void cc__clog_on_wait(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
@@ -102,6 +109,7 @@ static char *ranks_text(cc_comm_t *comm, int size)
     char *s = malloc(cap);
     if (!s) return NULL;
     s[0] = '\0';
+    /* Runs of consecutive world ranks become "a-b": splits by color are often runs. */
     for (int i = 0; i < size;) {
         int first = cc_comm_world_rank(comm, i), j = i + 1;
         if (first < 0) goto fail;
@@ -135,13 +143,16 @@ void cc__clog_push_new_comm(cc_clog_t *c, const cc_op_info_t *op)
     r.t_ns = cc__now_ns();
     r.t_ref_ns = op->parent_comm_id; /* the writer's split line */
     copy_name(r.name, op->comm_name);
+    /* Only children get a ranks list: the world's is 0..size-1 by definition. */
     if (op->parent_comm_id) r.text = ranks_text(op->comm, op->size);
+    /* A refused record still owns its text. */
     if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
 }
 
 void cc__clog_on_post(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
+    /* Comm lines are written whatever the event selection: every other line needs them. */
     if (op->type == CC_OP_COMM_INIT) {
         if (op->status == CC_OK) cc__clog_push_new_comm(c, op);
         return;

@@ -115,9 +115,11 @@ void cc__clog_pause(cc_clog_t *c, int paused);
 struct cc__clog_fmt *cc__clog_fmt_new(void);
 void cc__clog_fmt_free(struct cc__clog_fmt *f);
 /* Append the line(s) of one record to buf; returns bytes written, at most
- * cap (lines are cut at CC__CLOG_LINE_MAX). Takes ownership of rec->text. */
-size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, const cc_clog_t *c, struct cc__clog_rec *rec,
-                        char *buf, size_t cap);
+ * cap (lines are cut at CC__CLOG_LINE_MAX). Takes ownership of rec->text.
+ * A record that cannot be written (no memory for its signature) is counted
+ * in c->ring.dropped. */
+size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_rec *rec, char *buf,
+                        size_t cap);
 /* "DROP|count=..|total=..|+t\n" / "END|dropped=..|+t\n" at monotonic time t. */
 size_t cc__clog_fmt_drop(const cc_clog_t *c, uint64_t count, uint64_t total, uint64_t t, char *buf,
                          size_t cap);

@@ -13,6 +13,7 @@ int cc__clog_ring_init(struct cc__clog_ring *r, uint64_t cap)
     struct cc__clog_slot *s = aligned_alloc(64, cap * sizeof(*s));
     if (!s) return -1;
     memset(s, 0, cap * sizeof(*s));
+    /* Slot i starts free for position i (lap 0). */
     for (uint64_t i = 0; i < cap; i++)
         atomic_init(&s[i].seq, i);
     r->slots = s;
@@ -56,6 +57,7 @@ int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
             pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
+    /* The release store publishes the copy: the consumer's acquire load sees it whole. */
     s->rec = *rec;
     atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
     return 1;
@@ -65,6 +67,7 @@ int cc__clog_ring_pop(struct cc__clog_ring *r, struct cc__clog_rec *out)
 {
     struct cc__clog_slot *s = &r->slots[r->head & (r->cap - 1)];
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    /* Not yet published (empty, or a producer is still copying): try again later. */
     if (seq != r->head + 1) return 0;
     *out = s->rec;
     /* Hand the slot to the producer of the next lap. */

@@ -59,6 +59,7 @@ static size_t writer_pass(cc_clog_t *c)
 {
     struct cc__clog_rec r;
     size_t n = 0;
+    /* Stops at the first slot not yet published: order in the file is ring order. */
     while (cc__clog_ring_pop(&c->ring, &r)) {
         /* One record makes at most a sig line and a line of CC__CLOG_LINE_MAX. */
         if (CC__CLOG_BUF_SIZE - c->buflen < CC__CLOG_LINE_MAX + 1024) write_buf(c);
@@ -66,8 +67,10 @@ static size_t writer_pass(cc_clog_t *c)
             cc__clog_fmt_rec(c->fmt, c, &r, c->buf + c->buflen, CC__CLOG_BUF_SIZE - c->buflen);
         n++;
     }
+    /* A DROP line is short, but needs room too. */
     if (CC__CLOG_BUF_SIZE - c->buflen < 1024) write_buf(c);
     report_drops(c);
+    /* Written every pass, not when full: the file must be current within a poll. */
     write_buf(c);
     return n;
 }
@@ -126,10 +129,12 @@ static void *writer_main(void *arg)
     unsigned nap = WRITER_MIN_SLEEP_US;
     pthread_mutex_lock(&c->lock);
     while (!c->stop) {
+        /* The lock guards the flags only; records are taken and written without it. */
         int paused = c->paused;
         pthread_mutex_unlock(&c->lock);
         size_t n = paused ? 0 : writer_pass(c);
         pthread_mutex_lock(&c->lock);
+        /* Flushers recheck `written` themselves; waking them all is simplest. */
         pthread_cond_broadcast(&c->progress);
         if (c->stop) break;
         nap = n ? WRITER_MIN_SLEEP_US
@@ -162,6 +167,7 @@ cc_status_t cc__clog_writer_start(cc_clog_t *c)
 void cc__clog_writer_stop(cc_clog_t *c)
 {
     pthread_mutex_lock(&c->lock);
+    /* Only the first stop joins: exit and a later close may both ask. */
     int join = c->thread_started && !c->stop;
     c->stop = 1;
     c->paused = 0;
@@ -173,6 +179,7 @@ void cc__clog_writer_stop(cc_clog_t *c)
 cc_status_t cc__clog_writer_flush(cc_clog_t *c, int64_t timeout_ms)
 {
     if (timeout_ms < 0) timeout_ms = c->flush_timeout_ms;
+    /* Everything claimed before this call; later records are not waited for. */
     uint64_t target = cc__clog_ring_claimed(&c->ring);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -184,6 +191,7 @@ cc_status_t cc__clog_writer_flush(cc_clog_t *c, int64_t timeout_ms)
     }
     cc_status_t st = CC_OK;
     pthread_mutex_lock(&c->lock);
+    /* Concurrent flushers share one target: the furthest. */
     if (target > c->flush_target) c->flush_target = target;
     pthread_cond_signal(&c->wake);
     while (atomic_load(&c->written) < target) {
