@@ -168,6 +168,34 @@ static int keep_entry(cl_log_t *log, cl_entry_t *e, const cl_entry_t **out)
     return 0;
 }
 
+/* Hand a good entry out: kept in the array, or in the scratch slot. 0 or -1 (no memory). */
+static int deliver(cl_log_t *log, cl_entry_t *e, const cl_entry_t **entry)
+{
+    if (!log->keep) {
+        entry_free(&log->scratch);
+        log->scratch = *e;
+        *entry = &log->scratch;
+        return 0;
+    }
+    if (keep_entry(log, e, entry) == 0) return 0;
+    entry_free(e);
+    report(log, "", "out of memory");
+    log->nerrors++;
+    return -1;
+}
+
+/* A bad line: an error, or only a note when it is the cut last line of the file. */
+static void reject(cl_log_t *log, int last, const char *why)
+{
+    if (last) {
+        report(log, "truncated last line ignored: ", why);
+        log->truncated = 1;
+    } else {
+        report(log, "", why);
+        log->nerrors++;
+    }
+}
+
 int cl_log_feed(cl_log_t *log, char *line, size_t len, int last, const cl_entry_t **entry)
 {
     *entry = NULL;
@@ -175,29 +203,22 @@ int cl_log_feed(cl_log_t *log, char *line, size_t len, int last, const cl_entry_
     if (log->unusable) return -1;
     char err[256] = "";
     cl_line_t l;
+    cl_entry_t e;
+    memset(&e, 0, sizeof(e));
+    /* The copy is taken before parsing: the parser splits and decodes in place. */
     char *text = log->keep ? malloc(len + 1) : NULL;
     if (text) memcpy(text, line, len + 1);
     int ok = memchr(line, '\0', len) ? (snprintf(err, sizeof(err), "NUL byte in the line"), 0)
                                      : cl_parse_line(line, &l, err, sizeof(err)) == 0;
-    cl_entry_t e;
-    memset(&e, 0, sizeof(e));
     if (!log->have_header) {
-        /* The header is kept too (merge prints it), at the base time. */
         if (take_header(log, &l, ok, err)) {
             free(text);
             return -1;
         }
-        e.kind = CL_HEADER;
-        e.lineno = log->lineno;
-        e.t_us = log->base_us;
-        e.text = text;
-        if (!log->keep) {
-            entry_free(&log->scratch);
-            log->scratch = e;
-            *entry = &log->scratch;
-        } else if (keep_entry(log, &e, entry)) {
-            free(text);
-        }
+        /* The header is kept too (merge prints it), at the base time. */
+        e = (cl_entry_t){
+            .text = text, .lineno = log->lineno, .kind = CL_HEADER, .t_us = log->base_us};
+        deliver(log, &e, entry);
         return 0;
     }
     const char *why = ok ? take_line(log, &l, &e) : err;
@@ -205,13 +226,7 @@ int cl_log_feed(cl_log_t *log, char *line, size_t len, int last, const cl_entry_
     if (why) {
         entry_free(&e);
         free(text);
-        if (last) {
-            report(log, "truncated last line ignored: ", why);
-            log->truncated = 1;
-        } else {
-            report(log, "", why);
-            log->nerrors++;
-        }
+        reject(log, last, why);
         return 0;
     }
     if (last) {
@@ -219,17 +234,7 @@ int cl_log_feed(cl_log_t *log, char *line, size_t len, int last, const cl_entry_
         log->truncated = 1;
     }
     e.text = text;
-    if (!log->keep) {
-        entry_free(&log->scratch);
-        log->scratch = e;
-        *entry = &log->scratch;
-        return 0;
-    }
-    if (keep_entry(log, &e, entry)) {
-        entry_free(&e);
-        report(log, "", "out of memory");
-        log->nerrors++;
-    }
+    deliver(log, &e, entry);
     return 0;
 }
 

@@ -79,33 +79,35 @@ static void splice(struct buf *b, size_t at, size_t n, const char *ins, size_t m
     b->n = b->n - n + m;
 }
 
+/* Bits of clog syntax and hostile values that mutations insert. */
+static const char *const tokens[] = {
+    "|",
+    "%",
+    "%0",
+    "%00",
+    "%7C",
+    "\n",
+    "",
+    "C0",
+    "C4294967296",
+    "C99999",
+    "|+",
+    "-",
+    "99999999999999999999",
+    "+999999999999.999999",
+    "=",
+    "|sig|",
+    "|E|",
+    "|A|",
+    "V|1|base_timestamp=1.000000|rank=0|pid=1|host=h|events=QSEWA\n",
+    "\xff",
+    "...",
+    "0-",
+    "DROP|count=1|total=1|+0.000001\n",
+    "split|parent=?|child=x|parent_id=1|child_id=2|"};
+
 static void mutate(struct buf *b)
 {
-    static const char *const tokens[] = {
-        "|",
-        "%",
-        "%0",
-        "%00",
-        "%7C",
-        "\n",
-        "",
-        "C0",
-        "C4294967296",
-        "C99999",
-        "|+",
-        "-",
-        "99999999999999999999",
-        "+999999999999.999999",
-        "=",
-        "|sig|",
-        "|E|",
-        "|A|",
-        "V|1|base_timestamp=1.000000|rank=0|pid=1|host=h|events=QSEWA\n",
-        "\xff",
-        "...",
-        "0-",
-        "DROP|count=1|total=1|+0.000001\n",
-        "split|parent=?|child=x|parent_id=1|child_id=2|"};
     size_t at = below(b->n + 1);
     switch (below(7)) {
     case 0: /* one byte, any value */
