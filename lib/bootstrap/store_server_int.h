@@ -1,0 +1,86 @@
+/*
+ * store_server_int.h - the store server's internals, shared by its event loop
+ * (store_server.c) and its request handlers (store_server_ops.c).
+ *
+ * One thread owns everything here; nothing is locked. A connection handles
+ * one request at a time: while a request is parked (waiting for keys) or a
+ * reply is still being written, the server reads nothing more from it, so a
+ * client can never make the server buffer more than one frame for it.
+ */
+#ifndef CC_BOOTSTRAP_STORE_SERVER_INT_H
+#define CC_BOOTSTRAP_STORE_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bootstrap/store_proto.h"
+#include "bootstrap/store_table.h"
+
+/* A key a parked request waits for; p points into the connection's input buffer. */
+struct srv_keyref {
+    const uint8_t *p;
+    uint32_t len;
+    uint64_t hash;
+};
+
+/* A get, multi_get or wait that found keys missing and waits for them. */
+struct srv_park {
+    uint8_t op;           /* CC__STORE_OP_GET, _MULTI_GET or _WAIT; 0 = not parked */
+    uint64_t deadline_ns; /* monotonic; answered with CC_ERR_TIMEOUT then */
+    uint32_t nkeys;
+    uint32_t next;           /* keys[0..next) were present when last looked at */
+    struct srv_keyref *keys; /* malloc'd, nkeys entries */
+};
+
+struct srv_conn {
+    int fd;
+    int dead;   /* closed; freed at the end of the loop iteration */
+    int authed; /* the handshake succeeded; requests are accepted */
+    char addr[64];
+    uint8_t nonce[CC__STORE_NONCE]; /* the server's nonce for this connection */
+    uint64_t auth_deadline_ns;
+    /* input: exactly one frame, read header first, then its payload */
+    uint8_t *in;
+    uint32_t in_cap, in_len;
+    int have_hdr; /* hdr is decoded and checked */
+    struct cc__store_hdr hdr;
+    /* output: at most one reply, written as the socket accepts it */
+    uint8_t *out;
+    size_t out_len, out_off;
+    uint32_t events; /* epoll interest currently registered */
+    struct srv_park park;
+    struct srv_conn *prev, *next;   /* all live connections */
+    struct srv_conn *pprev, *pnext; /* parked connections */
+};
+
+struct cc__store_server {
+    int lfd, wakefd, epfd; /* listening socket, stop eventfd, epoll */
+    int port;
+    char name[300]; /* "host:port" for logs */
+    char *key;      /* job key, "" = authentication off */
+    pthread_t thread;
+    struct cc__kv kv;
+    struct srv_conn *conns, *parked, *graveyard;
+    size_t nconns, nunauth;
+    uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
+};
+
+/* --- store_server.c, for the handlers --- */
+
+/* Queue the finished frame in `w` as c's reply (takes the buffer) and start writing it. */
+int cc__srv_send(struct cc__store_server *s, struct srv_conn *c, struct cc__store_wr *w);
+/* The current request is answered: forget its frame and read the next one. */
+void cc__srv_frame_done(struct cc__store_server *s, struct srv_conn *c);
+/* Close a connection (deferred free; safe while iterating). */
+void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c);
+
+/* --- store_server_ops.c --- */
+
+/* Handle the complete frame in c->in. Returns -1 to close the connection. */
+int cc__srv_request(struct cc__store_server *s, struct srv_conn *c);
+/* Answer parked requests whose deadline passed. */
+void cc__srv_expire(struct cc__store_server *s, uint64_t now_ns);
+/* Forget c's parked request (the connection is going away). */
+void cc__srv_unpark(struct cc__store_server *s, struct srv_conn *c);
+
+#endif /* CC_BOOTSTRAP_STORE_SERVER_INT_H */
