@@ -4,7 +4,7 @@
  *
  * The op path never wakes the writer (that would be a system call); the
  * writer polls instead, every 100 µs while records flow, backing off to
- * 20 ms when idle. Whoever wants the file current (cc_clog_flush, the abort
+ * 10 ms when idle. Whoever wants the file current (cc_clog_flush, the abort
  * hook, close, exit) is off the op path: it posts a flush target, signals
  * the writer and waits, bounded, on the `progress` condition for `written`
  * to reach the target. `written` only moves after write(2) returned, so a
@@ -20,7 +20,7 @@
 #include "log.h"
 
 #define WRITER_MIN_SLEEP_US 100u
-#define WRITER_MAX_SLEEP_US 20000u
+#define WRITER_MAX_SLEEP_US 10000u
 #define WRITER_STALL_US     50u /* retry delay while a producer finishes publishing */
 
 /* Write the buffer out; on failure the lines are lost and the error logged once. */
