@@ -271,6 +271,7 @@ cc_status_t cc_clog_open(const char *path, const cc_clog_config_t *config, cc_cl
     cc_clog_t *c = calloc(1, sizeof(*c));
     if (!c) return CC_ERR_NO_MEMORY;
     c->fd = -1;
+    c->pid = getpid();
     c->events = conf.events;
     c->rank = conf.rank;
     c->flush_timeout_ms = conf.flush_timeout_ms;

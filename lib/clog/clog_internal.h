@@ -11,6 +11,7 @@
 #define CC_CLOG_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -41,6 +42,7 @@ struct cc_clog {
     int fd;
     char *path;
     int rank;
+    pid_t pid;             /* the opener: a forked child has the ring but no writer */
     uint64_t base_mono_ns; /* the base time on CLOCK_MONOTONIC ... */
     uint64_t base_real_ns; /* ... and the same instant on CLOCK_REALTIME */
     int64_t flush_timeout_ms;

@@ -166,6 +166,9 @@ cc_status_t cc__clog_writer_start(cc_clog_t *c)
 
 void cc__clog_writer_stop(cc_clog_t *c)
 {
+    /* In a forked child the writer thread does not exist (and the file is the
+     * parent's): nothing to drain, nothing to join. */
+    if (getpid() != c->pid) return;
     pthread_mutex_lock(&c->lock);
     /* Only the first stop joins: exit and a later close may both ask. */
     int join = c->thread_started && !c->stop;
@@ -179,6 +182,8 @@ void cc__clog_writer_stop(cc_clog_t *c)
 cc_status_t cc__clog_writer_flush(cc_clog_t *c, int64_t timeout_ms)
 {
     if (timeout_ms < 0) timeout_ms = c->flush_timeout_ms;
+    /* No writer in a forked child: waiting would only burn the timeout. */
+    if (getpid() != c->pid) return CC_ERR_TIMEOUT;
     /* Everything claimed before this call; later records are not waited for. */
     uint64_t target = cc__clog_ring_claimed(&c->ring);
     struct timespec ts;

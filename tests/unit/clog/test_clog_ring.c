@@ -223,12 +223,47 @@ static void test_flush_at_exit(void **state)
     lines_free(l);
 }
 
+/* A child forked after open has the ring but not the writer: exit and close
+ * there must neither hang nor touch the parent's file. */
+static void test_fork_child(void **state)
+{
+    (void)state;
+    cc_clog_t *c = open_small("fork.log", 64);
+    char path[256];
+    snprintf(path, sizeof(path), "%s", cc_clog_path(c));
+    cc__op_t op = make_op(CC_OP_ALLREDUCE, 1, 1, 8);
+    cc__clog_on_pre(&op.info, c);
+    assert_int_equal(cc_clog_flush(c, 5000), CC_OK);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cc__op_t o2 = make_op(CC_OP_ALLREDUCE, 2, 2, 8);
+        cc__clog_on_pre(&o2.info, c); /* into a ring no one drains */
+        if (cc_clog_flush(c, 10) != CC_ERR_TIMEOUT) _exit(3);
+        exit(0); /* the exit handler must skip the parent's logger */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    int n;
+    char **l = read_lines(path, &n);
+    assert_int_equal(count_prefix(l, "END|"), 0);
+    assert_int_equal(count_prefix(l, "C1|Q|op_id=2|"), 0);
+    lines_free(l);
+    assert_int_equal(cc_clog_close(c), CC_OK);
+    l = read_lines(path, &n);
+    assert_int_equal(count_prefix(l, "C1|Q|op_id=1|"), 1);
+    assert_int_equal(count_prefix(l, "END|dropped=0|"), 1);
+    lines_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_basics),          cmocka_unit_test(test_drop_counting),
         cmocka_unit_test(test_concurrent_producers), cmocka_unit_test(test_flush_and_close),
-        cmocka_unit_test(test_flush_at_exit),
+        cmocka_unit_test(test_flush_at_exit),        cmocka_unit_test(test_fork_child),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tmpdir_remove();
