@@ -2,7 +2,7 @@
  * clog_bench.c - what clog costs: the op path's push into the ring, and the
  * writer's throughput (format + write). Measures, never asserts.
  *
- *   build/bench/clog_bench [DIR]     (files go to DIR, default /tmp)
+ *   build/bin/clog_bench [DIR]     (files go to DIR, default /tmp)
  *
  * 1. push: hooks called with the writer paused (a ring big enough for all
  *    records), so only the op path is timed;

@@ -393,9 +393,15 @@ static cc_status_t srv_listen(struct cc__store_server *s, const char *host, int 
     }
     freeaddrinfo(res);
     if (s->lfd >= 0) return CC_OK;
+    if (err == EADDRINUSE) {
+        /* Not always an error: a rank that may host the store finds one already there. The
+         * caller decides and says so (ccrun, cc_comm_init). */
+        cc_log_info(CC_SUBSYS_BOOTSTRAP, "store: cannot listen on %s: %s", s->name,
+                    cc__store_errstr(err, eb, sizeof(eb)));
+        return CC_ERR_BUSY;
+    }
     cc_log_error(CC_SUBSYS_BOOTSTRAP, "store: cannot listen on %s: %s", s->name,
                  cc__store_errstr(err, eb, sizeof(eb)));
-    if (err == EADDRINUSE) return CC_ERR_BUSY;
     return err == EADDRNOTAVAIL ? CC_ERR_INVALID_ARG : CC_ERR_SYSTEM;
 }
 

@@ -14,9 +14,6 @@
 #include "config.h"
 #include "log.h"
 
-/* World inits of this process, so that init, destroy, init in one job uses fresh keys. */
-static _Atomic int g_world_gen;
-
 /* Split "host:port"; IPv6 as "[addr]:port". */
 static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)
 {
@@ -160,7 +157,6 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     w->world_size = size;
     snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
     char prefix[32];
-    snprintf(prefix, sizeof(prefix), "world%d/", atomic_fetch_add(&g_world_gen, 1));
     if (!cfg->job_key[0])
         cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
                     "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
@@ -182,6 +178,12 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
         st = CC_ERR_BUSY;
     }
     if (st != CC_OK) goto fail;
+    /* Init, destroy, init in one job needs fresh keys. The store numbers the arrivals: a
+     * world's ranks all arrive before any of them can start the next world, so arrival k
+     * belongs to generation (k - 1) / size. This holds for ranks that are threads too. */
+    int64_t arrival = 0;
+    CC_CHECK_GOTO(cc__store_add(w->store, "world/arrivals", 1, &arrival), st, fail);
+    snprintf(prefix, sizeof(prefix), "world%lld/", (long long)((arrival - 1) / size));
     CC_CHECK_GOTO(claim_size(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(claim_rank(w, rank, prefix), st, fail);
     CC_CHECK_GOTO(check_sizes(w, rank, size, prefix), st, fail);

@@ -2,6 +2,7 @@
  * engine.c - the native engine's table: create (connect the net), submit
  * (inline or through the worker), drain, abort, destroy.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,9 @@
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
     cc__native_t *nc = ctx;
-    return cc__store_allgather(nc->comm->store, "net", nc->rank, nc->size, mine, all, len,
+    char name[32]; /* the net may exchange several times: each round gets its own keys */
+    snprintf(name, sizeof(name), "net/%u", nc->exchanges++);
+    return cc__store_allgather(nc->comm->store, name, nc->rank, nc->size, mine, all, len,
                                cc__cfg()->connect_timeout * 1000);
 }
 
