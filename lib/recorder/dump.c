@@ -395,9 +395,8 @@ static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
     return CC_ERR_SYSTEM;
 }
 
-cc_status_t cc_recorder_dump(const char *path)
+cc_status_t cc__recorder_dump_default(char *out, size_t outlen)
 {
-    if (path) return cc__recorder_dump_json(path);
     cc__fr_ring_t *r = cc__recorder_ring_hold();
     if (!r) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: no dump: the recorder is off or not open");
@@ -408,7 +407,13 @@ cc_status_t cc_recorder_dump(const char *path)
     cc_status_t st = default_path(r, def, sizeof(def));
     if (st == CC_OK) st = dump_ring(r, def);
     cc__recorder_ring_release();
+    if (st == CC_OK && out) snprintf(out, outlen, "%s", def);
     return st;
+}
+
+cc_status_t cc_recorder_dump(const char *path)
+{
+    return path ? cc__recorder_dump_json(path) : cc__recorder_dump_default(NULL, 0);
 }
 
 const char *cc_recorder_ring_path(void)

@@ -10,6 +10,7 @@
 #ifndef CC_RECORDER_RECORDER_H
 #define CC_RECORDER_RECORDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ccomm/hooks.h"
@@ -37,6 +38,10 @@ void cc__recorder_close(void);
  * temporary file and rename). Any thread, off the op path, never from a
  * signal handler; never blocks writers. CC_ERR_INVALID_USAGE when off. */
 cc_status_t cc__recorder_dump_json(const char *path);
+
+/* Dump to the default path (never overwriting an earlier dump); the path chosen goes to
+ * out (may be NULL). */
+cc_status_t cc__recorder_dump_default(char *out, size_t outlen);
 
 /* Async-signal-safe: note a fatal signal in the ring header. */
 void cc__recorder_mark_signal(int signo);

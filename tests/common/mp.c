@@ -1,5 +1,6 @@
 /* mp.c - the multi-rank test harness (see mp.h). */
 #include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -25,8 +26,45 @@ static void anchor(void)
 {
 }
 
+/*
+ * Rings and dumps of test jobs go to a private directory, removed at exit,
+ * unless the test chose its own (CCOMM_RECORDER_DIR / CCOMM_DUMP_DIR set).
+ */
+static char g_tmp[64];
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void rm_tmp(void)
+{
+    if (g_tmp[0]) nftw(g_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void private_dirs(void)
+{
+    if (!g_tmp[0]) {
+        snprintf(g_tmp, sizeof(g_tmp), "/tmp/cctest-%d-XXXXXX", (int)getpid());
+        if (!mkdtemp(g_tmp)) {
+            g_tmp[0] = '\0';
+            return;
+        }
+        atexit(rm_tmp);
+    }
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/rings", g_tmp);
+    setenv("CCOMM_RECORDER_DIR", dir, 0);
+    snprintf(dir, sizeof(dir), "%s/dumps", g_tmp);
+    setenv("CCOMM_DUMP_DIR", dir, 0);
+}
+
 static cc__store_server_t *start_store(char *addr, size_t len)
 {
+    private_dirs();
     cc__store_server_t *srv = NULL;
     if (cc__store_server_start("127.0.0.1", 0, TEST_KEY, &srv) != CC_OK) return NULL;
     snprintf(addr, len, "127.0.0.1:%d", cc__store_server_port(srv));
