@@ -64,7 +64,6 @@ static void private_dirs(void)
 
 static cc__store_server_t *start_store(char *addr, size_t len)
 {
-    private_dirs();
     cc__store_server_t *srv = NULL;
     if (cc__store_server_start("127.0.0.1", 0, TEST_KEY, &srv) != CC_OK) return NULL;
     snprintf(addr, len, "127.0.0.1:%d", cc__store_server_port(srv));
@@ -194,6 +193,7 @@ int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
                        const char *const *env, cc_test_child_t *out)
 {
     char addr[64];
+    private_dirs();
     setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
     cc__config_reload();
     cc__store_server_t *srv = start_store(addr, sizeof(addr));
@@ -226,6 +226,7 @@ static void *thread_main(void *p)
 int cc_test_thread_ranks(int n, cc_test_rank_fn fn, void *arg)
 {
     char addr[64];
+    private_dirs();
     setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
     cc__config_reload();
     cc__store_server_t *srv = start_store(addr, sizeof(addr));
