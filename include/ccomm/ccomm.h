@@ -13,6 +13,8 @@
 #include "ccomm/work.h"
 #include "ccomm/coll.h"
 #include "ccomm/hooks.h"
+#include "ccomm/recorder.h"
+#include "ccomm/clog.h"
 #include "ccomm/env.h"
 
 #endif /* CCOMM_CCOMM_H */

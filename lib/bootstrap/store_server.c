@@ -59,7 +59,10 @@ void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
     if (!c->authed) s->nunauth--;
-    close(c->fd); /* also leaves the epoll set */
+    /* Leave the epoll set explicitly: close() alone does not when a forked child still holds
+     * the descriptor, and a stale event would then carry a pointer to freed memory. */
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
     c->fd = -1;
     c->next = s->graveyard;
     s->graveyard = c;

@@ -1,6 +1,7 @@
 /* services.c - start the process-wide services once (see services.h). */
 #include <pthread.h>
 
+#include "clog/clog_internal.h"
 #include "config.h"
 #include "log.h"
 #include "recorder/recorder.h"
@@ -24,6 +25,9 @@ void cc__services_start(cc__world_t *world, int world_rank, int world_size)
     /* The recorder first: it must see this world's COMM_INIT pass the door. */
     if (cc__recorder_open(world_rank, world_size, world->job_id) != CC_OK)
         cc_log_warn(CC_SUBSYS_RECORDER, "flight recorder is off for this process");
+    /* clog likewise (CCOMM_CLOG): its new_comm line for the world comes from COMM_INIT. */
+    if (cc__clog_auto_open(world_rank) != CC_OK)
+        cc_log_warn(CC_SUBSYS_CLOG, "clog is off for this process");
     cc__watchdog_start(world, world_rank, world_size);
     if (cc__cfg()->fatal_signals) cc__signals_install();
     pthread_mutex_unlock(&g_lock);

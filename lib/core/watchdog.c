@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -46,7 +45,6 @@ static struct {
     int rank, size;
     char job_id[128];
     int64_t seen_gen;            /* last job-wide dump request handled */
-    int ndumps;
     uint64_t *hb_value;          /* per world rank: last heartbeat seen */
     uint64_t *hb_changed_ns;     /* when it last changed */
     uint64_t beat;
@@ -77,46 +75,15 @@ void cc__watchdog_signal_dump(void)
     cc__watchdog_poke();
 }
 
-/* mkdir -p for the dump directory. */
-static int make_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        int rc = mkdir(path, 0755);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST) return -1;
-    }
-    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-const char *cc__dump_path(char *buf, size_t len, int k)
-{
-    char dir[3072];
-    snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->dump_dir, wd.job_id);
-    if (make_dirs(dir) != 0) {
-        cc_log_warn(CC_SUBSYS_WATCHDOG, "cannot create dump directory %s: %s", dir, strerror(errno));
-        return NULL;
-    }
-    /* The first dump is rank<r>.json; later ones never overwrite it. */
-    if (k == 0) snprintf(buf, len, "%s/rank%d.json", dir, wd.rank);
-    else snprintf(buf, len, "%s/rank%d.%d.json", dir, wd.rank, k);
-    return buf;
-}
-
+/* The recorder names the file: rank<r>.json first, then rank<r>.<k>.json, never overwriting. */
 static void write_dump(const char *why)
 {
     char path[4096];
-    if (!cc__dump_path(path, sizeof(path), wd.ndumps)) return;
-    cc_status_t st = cc__recorder_dump_json(path);
+    path[0] = '\0'; /* stays empty when the dump fails before a name is chosen */
+    cc_status_t st = cc__recorder_dump_default(path, sizeof(path));
     cc__lttng_recorder_dump(why, path, st);
-    if (st == CC_OK) {
-        wd.ndumps++;
-        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
-    } else {
-        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump to %s failed: %s", path,
-                    cc_status_name(st));
-    }
+    if (st == CC_OK) cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
+    else cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump failed (%s): %s", why, cc_status_name(st));
 }
 
 /* Tell every rank of the job to dump: bump a generation and leave the reason. */

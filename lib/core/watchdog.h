@@ -16,7 +16,5 @@ void cc__watchdog_request_dump(const char *reason);
 void cc__watchdog_signal_dump(void);
 /* Wake the watchdog (async-signal-safe). */
 void cc__watchdog_poke(void);
-/* The k-th dump file of this rank: <dump dir>/<job id>/rank<r>.json, then rank<r>.<k>.json. */
-const char *cc__dump_path(char *buf, size_t len, int k);
 
 #endif /* CC_CORE_WATCHDOG_H */

@@ -10,29 +10,66 @@
 #ifndef CC_RECORDER_RECORDER_H
 #define CC_RECORDER_RECORDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "ccomm/hooks.h"
 #include "ccomm/status.h"
 
 /*
  * Create the ring file and subscribe to every comm's chains. Called once
- * per process by the core when the first (world) communicator exists.
+ * per process by the core when the first (world) communicator exists,
+ * before its COMM_INIT passes the door (a comm first seen later is still
+ * registered, by its first op). The core must zero cc__op_t.rec_id of new
+ * ops (cc__op_prepare's memset does).
  * capacity 0 (CCOMM_RECORDER_ENTRIES=0) turns the recorder off: CC_OK, nothing made.
  * A failure to create the file is logged and returns an error; the core
- * goes on without a recorder.
+ * goes on without a recorder. A second open while open: CC_ERR_INVALID_USAGE.
+ * A forked child drops its parent's ring (it may open its own).
  */
 cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id);
 
-/* Unsubscribe and unmap; the file stays on disk. At process exit and in tests. */
+/* Unsubscribe and unmap; the file stays on disk. In tests; not needed at
+ * exit (an atexit handler marks the ring "exited normally"). Not while ops
+ * of this process run outside the hook chains (direct subscriber calls). */
 void cc__recorder_close(void);
 
-/* Write the PyTorch-compatible JSON dump to `path` (atomic rename). Off the op path. */
+/* Write the PyTorch-compatible JSON dump to `path` (replaced atomically:
+ * temporary file and rename). Any thread, off the op path, never from a
+ * signal handler; never blocks writers. CC_ERR_INVALID_USAGE when off. */
 cc_status_t cc__recorder_dump_json(const char *path);
+
+/* Dump to the default path (never overwriting an earlier dump); the path chosen goes to
+ * out (may be NULL). */
+cc_status_t cc__recorder_dump_default(char *out, size_t outlen);
 
 /* Async-signal-safe: note a fatal signal in the ring header. */
 void cc__recorder_mark_signal(int signo);
 
 /* The path of this process's ring file, or NULL when off. */
 const char *cc__recorder_path(void);
+
+/*
+ * The subscribers that cc__recorder_open adds to every comm's chains
+ * (exposed for tests and the benchmark, which call them with cc__op_t
+ * objects of their own). Each returns at once when the recorder is off.
+ * on_pre sets cc__op_of(op)->rec_id (0 = not recorded); on_start and on_post
+ * use it. No lock, allocation, syscall or formatting, except the first op
+ * of a comm the recorder has not seen (registers it) and the first op of a
+ * thread (caches its id). on_abort is async-signal-safe.
+ */
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *op, void *user);
+void cc__recorder_on_start(const cc_op_info_t *op, void *user);
+void cc__recorder_on_post(const cc_op_info_t *op, void *user);
+void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);
+
+/*
+ * Register a communicator in the ring's table (the PRE subscriber does it
+ * for COMM_INIT and for the first op of a comm it has not seen; the core may
+ * call it earlier). world_ranks: `size` world ranks, or NULL when unknown.
+ * Returns the table slot, or -1 (recorder off, table full).
+ */
+int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name, int rank,
+                          int size, const int32_t *world_ranks);
 
 #endif /* CC_RECORDER_RECORDER_H */

@@ -1,5 +1,6 @@
 /* mp.c - the multi-rank test harness (see mp.h). */
 #include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +24,42 @@ extern char **environ;
 /* The anchor for function offsets: any function of this binary. */
 static void anchor(void)
 {
+}
+
+/*
+ * Rings and dumps of test jobs go to a private directory, removed at exit,
+ * unless the test chose its own (CCOMM_RECORDER_DIR / CCOMM_DUMP_DIR set).
+ */
+static char g_tmp[64];
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void rm_tmp(void)
+{
+    if (g_tmp[0]) nftw(g_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void private_dirs(void)
+{
+    if (!g_tmp[0]) {
+        snprintf(g_tmp, sizeof(g_tmp), "/tmp/cctest-%d-XXXXXX", (int)getpid());
+        if (!mkdtemp(g_tmp)) {
+            g_tmp[0] = '\0';
+            return;
+        }
+        atexit(rm_tmp);
+    }
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/rings", g_tmp);
+    setenv("CCOMM_RECORDER_DIR", dir, 0);
+    snprintf(dir, sizeof(dir), "%s/dumps", g_tmp);
+    setenv("CCOMM_DUMP_DIR", dir, 0);
 }
 
 static cc__store_server_t *start_store(char *addr, size_t len)
@@ -156,6 +193,7 @@ int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
                        const char *const *env, cc_test_child_t *out)
 {
     char addr[64];
+    private_dirs();
     setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
     cc__config_reload();
     cc__store_server_t *srv = start_store(addr, sizeof(addr));
@@ -188,6 +226,7 @@ static void *thread_main(void *p)
 int cc_test_thread_ranks(int n, cc_test_rank_fn fn, void *arg)
 {
     char addr[64];
+    private_dirs();
     setenv("CCOMM_JOB_KEY", TEST_KEY, 1);
     cc__config_reload();
     cc__store_server_t *srv = start_store(addr, sizeof(addr));

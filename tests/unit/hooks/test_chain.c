@@ -5,6 +5,7 @@
  * with four threads running the chain and four adding and removing.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -165,7 +166,7 @@ static void *runner(void *arg)
 static void *churner(void *arg)
 {
     long *total = arg;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 100; i++) {
         struct victim *v = calloc(1, sizeof(*v));
         atomic_store(&v->alive, 1);
         cc_hook_handle_t h;
@@ -173,8 +174,8 @@ static void *churner(void *arg)
         if (cc__hook_add(where, CC__HOOK_POST, (void (*)(void))touch, v, 0,
                          where == &set ? (void *)&set : NULL, &h) != CC_OK)
             abort();
-        for (volatile int spin = 0; spin < 2000; spin++) {
-        }
+        /* Let the runners call it at least once (bounded: a starved runner only weakens the test). */
+        for (int spin = 0; spin < 20000 && atomic_load(&v->calls) == 0; spin++) sched_yield();
         if (cc__hook_remove(h) != CC_OK) abort();
         atomic_store(&v->alive, 0); /* after remove returned: no call may follow */
         for (volatile int spin = 0; spin < 2000; spin++) {

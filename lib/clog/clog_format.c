@@ -1,0 +1,470 @@
+/*
+ * clog_format.c - the text of clog lines (docs/clog-format.md), on the
+ * writer thread: records in, lines out.
+ *
+ * Signature numbering lives here, not on the op path: every op record
+ * carries its whole signature, and the writer looks it up in a hash table
+ * that maps a signature to its number C<n>, writing the `sig` line the first
+ * time a signature appears. The writer also remembers comm names by id, so a
+ * split line can name the parent.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clog_internal.h"
+
+/* What makes two ops "the same kind of op" (one C<n>). */
+struct sigkey {
+    uint64_t comm_id;
+    uint64_t in_count;
+    uint64_t out_count;
+    int32_t root;
+    int32_t peer;
+    uint8_t type;
+    uint8_t dtype;
+    uint8_t redop;
+};
+
+/* A table slot; numbers start at 1 so that 0 can mark a free slot. */
+struct sigent {
+    struct sigkey key;
+    uint32_t n; /* 0 = empty slot */
+};
+
+/* A comm seen in a NEW record. Id 0 is never a comm's (the core hashes ids). */
+struct comm_ent {
+    uint64_t id; /* 0 = empty slot */
+    char *name;  /* owned, full length */
+};
+
+/* Both tables grow by doubling at half load, so probes stay short. */
+struct cc__clog_fmt {
+    struct sigent *sigs; /* open addressing, linear probing; cap a power of two */
+    size_t nsig, sigcap;
+    struct comm_ent *comms; /* the same scheme, by comm id */
+    size_t ncomm, commcap;
+};
+
+/* An append-only view of the output buffer; never writes past cap. */
+struct out {
+    char *p;
+    size_t len, cap;
+};
+
+/* Cut rather than overflow: the caller sized the buffer for the longest line. */
+static void put(struct out *o, const char *s, size_t n)
+{
+    if (n > o->cap - o->len) n = o->cap - o->len;
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+/* Decimal digits by hand: snprintf costs more than all the rest of a line. */
+static void putf_u64(struct out *o, uint64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof(tmp);
+    do
+        tmp[--n] = (char)('0' + v % 10);
+    while (v /= 10);
+    put(o, tmp + n, sizeof(tmp) - n);
+}
+
+/* Negated as unsigned so INT64_MIN prints right too. */
+static void putf_i64(struct out *o, int64_t v)
+{
+    if (v < 0) put(o, "-", 1);
+    putf_u64(o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* "S.UUUUUU" from microseconds. */
+static void put_us(struct out *o, uint64_t us)
+{
+    char frac[6];
+    putf_u64(o, us / 1000000);
+    us %= 1000000;
+    for (int i = 5; i >= 0; i--, us /= 10)
+        frac[i] = (char)('0' + us % 10);
+    put(o, ".", 1);
+    put(o, frac, 6);
+}
+
+/* Ids as 16 hex digits, fixed width so lines of one comm line up. */
+static void put_hex(struct out *o, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        tmp[i] = hex[v & 15];
+    put(o, tmp, 16);
+}
+
+/*
+ * Names and messages are free text: '|', '%', control bytes and bytes
+ * outside ASCII become %XX so that a line always splits cleanly on '|'
+ * and stays one line. Output stops at `limit` bytes of line, ending in "...".
+ */
+static void put_esc(struct out *o, const char *s, size_t limit)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        int esc = ch < 0x20 || ch >= 0x7f || ch == '|' || ch == '%';
+        /* Room for one escape and the "..." is kept, so the cut is always marked. */
+        if (o->len + 3 + 3 > limit) {
+            puts_(o, "...");
+            return;
+        }
+        if (esc) {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            put(o, e, 3);
+        } else {
+            put(o, (const char *)&ch, 1);
+        }
+    }
+}
+
+/* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs. */
+static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
+{
+    /* Unsigned arithmetic both ways: an event before the base gets a '-'. */
+    int after = t >= c->base_mono_ns;
+    uint64_t d = after ? t - c->base_mono_ns : c->base_mono_ns - t;
+    put(o, after ? "|+" : "|-", 2);
+    put_us(o, d / 1000);
+    put(o, "\n", 1);
+}
+
+/* A duration in seconds with µs: "0.000300". */
+static void put_secs(struct out *o, uint64_t ns)
+{
+    put_us(o, ns / 1000);
+}
+
+struct cc__clog_fmt *cc__clog_fmt_new(void)
+{
+    return calloc(1, sizeof(struct cc__clog_fmt));
+}
+
+void cc__clog_fmt_free(struct cc__clog_fmt *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->commcap; i++)
+        free(f->comms[i].name);
+    free(f->comms);
+    free(f->sigs);
+    free(f);
+}
+
+/* A cheap 64-bit mix (boost's hash_combine, then a murmur finaliser step):
+ * counts and ids are far from random, and linear probing needs spread. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t sig_hash(const struct sigkey *k)
+{
+    uint64_t h = mix(k->comm_id, k->in_count);
+    h = mix(h, k->out_count);
+    h = mix(h, (uint64_t)(uint32_t)k->root << 32 | (uint32_t)k->peer);
+    return mix(h, (uint64_t)k->type << 16 | (uint64_t)k->dtype << 8 | k->redop);
+}
+
+/* Field by field: comparing the structs with memcmp would compare padding. */
+static int sig_eq(const struct sigkey *a, const struct sigkey *b)
+{
+    return a->comm_id == b->comm_id && a->in_count == b->in_count && a->out_count == b->out_count &&
+           a->root == b->root && a->peer == b->peer && a->type == b->type && a->dtype == b->dtype &&
+           a->redop == b->redop;
+}
+
+/* Double the signature table; 0 or -1 (out of memory: the table stays). */
+static int sig_grow(struct cc__clog_fmt *f)
+{
+    size_t ncap = f->sigcap ? f->sigcap * 2 : 64;
+    struct sigent *n = calloc(ncap, sizeof(*n));
+    if (!n) return -1;
+    for (size_t i = 0; i < f->sigcap; i++) {
+        if (!f->sigs[i].n) continue;
+        size_t j = sig_hash(&f->sigs[i].key) & (ncap - 1);
+        while (n[j].n)
+            j = (j + 1) & (ncap - 1);
+        n[j] = f->sigs[i];
+    }
+    free(f->sigs);
+    f->sigs = n;
+    f->sigcap = ncap;
+    return 0;
+}
+
+/*
+ * The number of the record's signature; *fresh = 1 when it is new (its sig
+ * line must be written). 0 when the table cannot grow (out of memory).
+ */
+static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r, int *fresh)
+{
+    struct sigkey k;
+    memset(&k, 0, sizeof(k)); /* padding takes part in nothing, but keep it defined */
+    k.comm_id = r->comm_id;
+    k.in_count = r->in_count;
+    k.out_count = r->out_count;
+    k.root = r->root;
+    k.peer = r->peer;
+    k.type = r->type;
+    k.dtype = r->dtype;
+    k.redop = r->redop;
+    *fresh = 0;
+    if ((f->nsig + 1) * 2 > f->sigcap && sig_grow(f) != 0) return 0;
+    size_t j = sig_hash(&k) & (f->sigcap - 1);
+    while (f->sigs[j].n) {
+        if (sig_eq(&f->sigs[j].key, &k)) return f->sigs[j].n;
+        j = (j + 1) & (f->sigcap - 1);
+    }
+    f->sigs[j].key = k;
+    f->sigs[j].n = (uint32_t)++f->nsig;
+    *fresh = 1;
+    return f->sigs[j].n;
+}
+
+/* As sig_grow, for the comm table. */
+static int comm_grow(struct cc__clog_fmt *f)
+{
+    size_t ncap = f->commcap ? f->commcap * 2 : 16;
+    struct comm_ent *n = calloc(ncap, sizeof(*n));
+    if (!n) return -1;
+    for (size_t i = 0; i < f->commcap; i++) {
+        if (!f->comms[i].id) continue;
+        size_t j = mix(0, f->comms[i].id) & (ncap - 1);
+        while (n[j].id)
+            j = (j + 1) & (ncap - 1);
+        n[j] = f->comms[i];
+    }
+    free(f->comms);
+    f->comms = n;
+    f->commcap = ncap;
+    return 0;
+}
+
+/* The name a NEW record gave comm `id`, or NULL: a split's parent may predate the logger. */
+static const char *comm_name(const struct cc__clog_fmt *f, uint64_t id)
+{
+    if (!id || !f->commcap) return NULL;
+    for (size_t j = mix(0, id) & (f->commcap - 1); f->comms[j].id; j = (j + 1) & (f->commcap - 1))
+        if (f->comms[j].id == id) return f->comms[j].name;
+    return NULL;
+}
+
+/* Remember (or rename) comm id's name; failures only cost a "?" later. */
+static void comm_remember(struct cc__clog_fmt *f, uint64_t id, const char *name)
+{
+    if (!id) return;
+    if ((f->ncomm + 1) * 2 > f->commcap && comm_grow(f) != 0) return;
+    size_t j = mix(0, id) & (f->commcap - 1);
+    while (f->comms[j].id && f->comms[j].id != id)
+        j = (j + 1) & (f->commcap - 1);
+    char *dup = strdup(name);
+    if (!dup) return;
+    if (!f->comms[j].id) f->ncomm++;
+    free(f->comms[j].name);
+    f->comms[j].id = id;
+    f->comms[j].name = dup;
+}
+
+/* Records keep CC_DTYPE_COUNT / CC_REDOP_COUNT for "none"; the file says "-". */
+static const char *dtype_or_dash(unsigned d)
+{
+    return d < CC_DTYPE_COUNT ? cc_dtype_name((cc_dtype_t)d) : "-";
+}
+
+static const char *redop_or_dash(unsigned r)
+{
+    return r < CC_REDOP_COUNT ? cc_redop_name((cc_redop_t)r) : "-";
+}
+
+/* "C<n>|sig|all_reduce|in_count=..|...|comm=<name>\n" */
+static void put_sig(struct out *o, uint32_t n, const struct cc__clog_rec *r)
+{
+    puts_(o, "C");
+    putf_u64(o, n);
+    puts_(o, "|sig|");
+    puts_(o, cc_op_type_name((cc_op_type_t)r->type));
+    puts_(o, "|in_count=");
+    putf_u64(o, r->in_count);
+    puts_(o, "|out_count=");
+    putf_u64(o, r->out_count);
+    puts_(o, "|dtype=");
+    puts_(o, dtype_or_dash(r->dtype));
+    puts_(o, "|red_op=");
+    puts_(o, redop_or_dash(r->redop));
+    puts_(o, "|root=");
+    putf_i64(o, r->root);
+    puts_(o, "|peer=");
+    putf_i64(o, r->peer);
+    puts_(o, "|comm=");
+    put_esc(o, r->name, o->len + 1024);
+    puts_(o, "\n");
+}
+
+/* One of C<n>|Q, S, E, W, A. */
+static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struct cc__clog_rec *r)
+{
+    static const char letters[] = "?QSEWA"; /* indexed by enum cc__clog_kind */
+    size_t start = o->len;                  /* a message is cut relative to the line */
+    puts_(o, "C");
+    putf_u64(o, n);
+    char ev[4] = {'|', letters[r->kind], '|', 0};
+    puts_(o, ev);
+    puts_(o, "op_id=");
+    putf_u64(o, r->op_id);
+    puts_(o, "|seq=");
+    putf_u64(o, r->seq);
+    if (r->kind == CC__CLOG_REC_E) {
+        puts_(o, "|status=");
+        puts_(o, cc_status_name((cc_status_t)r->status));
+        puts_(o, "|dur=");
+        /* A clock that went backwards between threads reads as 0, never as huge. */
+        put_secs(o, r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0);
+    } else if (r->kind == CC__CLOG_REC_A) {
+        puts_(o, "|comm=");
+        put_esc(o, r->name, o->len + 1024);
+        puts_(o, "|reason=");
+        puts_(o, cc_status_name((cc_status_t)r->status));
+        puts_(o, "|msg=");
+        put_esc(o, r->text ? r->text : "", start + CC__CLOG_LINE_MAX - 32);
+    }
+    put_off_nl(o, c, r->t_ns);
+}
+
+/* new_comm, then split for the child of a split or group. */
+static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t *c,
+                         const struct cc__clog_rec *r)
+{
+    size_t start = o->len;
+    puts_(o, "new_comm|comm=");
+    put_esc(o, r->name, start + 1024);
+    puts_(o, "|id=");
+    put_hex(o, r->comm_id);
+    puts_(o, "|rank=");
+    putf_i64(o, r->rank);
+    puts_(o, "|size=");
+    putf_i64(o, r->size);
+    put_off_nl(o, c, r->t_ns);
+    /* t_ref_ns carries the parent's id: nonzero for children of split and create_group. */
+    if (r->t_ref_ns) {
+        const char *parent = comm_name(f, r->t_ref_ns);
+        start = o->len;
+        puts_(o, "split|parent=");
+        put_esc(o, parent ? parent : "?", start + 1024);
+        puts_(o, "|child=");
+        put_esc(o, r->name, start + 2048);
+        puts_(o, "|parent_id=");
+        put_hex(o, r->t_ref_ns);
+        puts_(o, "|child_id=");
+        put_hex(o, r->comm_id);
+        puts_(o, "|ranks=");
+        put_esc(o, r->text ? r->text : "?", start + CC__CLOG_LINE_MAX - 32);
+        put_off_nl(o, c, r->t_ns);
+    }
+    /* After the split line: a comm is never its own parent. */
+    comm_remember(f, r->comm_id, r->name);
+}
+
+size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_rec *rec, char *buf,
+                        size_t cap)
+{
+    struct out o = {buf, 0, cap};
+    switch (rec->kind) {
+    case CC__CLOG_REC_NEW:
+        put_new_comm(&o, f, c, rec);
+        break;
+    case CC__CLOG_REC_END:
+        puts_(&o, "end_comm|comm=");
+        put_esc(&o, rec->name, 1024);
+        puts_(&o, "|id=");
+        put_hex(&o, rec->comm_id);
+        put_off_nl(&o, c, rec->t_ns);
+        break;
+    case CC__CLOG_REC_Q:
+    case CC__CLOG_REC_S:
+    case CC__CLOG_REC_E:
+    case CC__CLOG_REC_W:
+    case CC__CLOG_REC_A: {
+        /* An abort with no culprit op has no signature: C0. */
+        int fresh = 0;
+        uint32_t n = rec->op_id ? sig_number(f, rec, &fresh) : 0;
+        if (!n && rec->kind != CC__CLOG_REC_A) {
+            /* No memory for a new signature: the line cannot be written; say so. */
+            atomic_fetch_add_explicit(&c->ring.dropped, 1, memory_order_relaxed);
+            break;
+        }
+        if (fresh) put_sig(&o, n, rec);
+        put_event(&o, c, n, rec);
+        break;
+    }
+    default:
+        break; /* cannot happen: only the hooks make records */
+    }
+    /* The record owned its text; the line (if any) has a copy. */
+    free(rec->text);
+    rec->text = NULL;
+    return o.len;
+}
+
+size_t cc__clog_fmt_drop(const cc_clog_t *c, uint64_t count, uint64_t total, uint64_t t, char *buf,
+                         size_t cap)
+{
+    struct out o = {buf, 0, cap};
+    puts_(&o, "DROP|count=");
+    putf_u64(&o, count);
+    puts_(&o, "|total=");
+    putf_u64(&o, total);
+    put_off_nl(&o, c, t);
+    return o.len;
+}
+
+size_t cc__clog_fmt_end(const cc_clog_t *c, uint64_t total, uint64_t t, char *buf, size_t cap)
+{
+    struct out o = {buf, 0, cap};
+    puts_(&o, "END|dropped=");
+    putf_u64(&o, total);
+    put_off_nl(&o, c, t);
+    return o.len;
+}
+
+size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
+{
+    /* Read here, not cached: a header is written once per file. */
+    char host[256] = "?";
+    if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
+    host[sizeof(host) - 1] = '\0';
+    struct out o = {buf, 0, cap};
+    puts_(&o, "V|1|base_timestamp=");
+    put_us(&o, c->base_real_ns / 1000);
+    puts_(&o, "|rank=");
+    putf_i64(&o, c->rank);
+    puts_(&o, "|pid=");
+    putf_i64(&o, (int64_t)getpid());
+    puts_(&o, "|host=");
+    put_esc(&o, host, 1024);
+    /* Which events the file can hold: a reader must not call an op "never
+     * ended" when E lines were not asked for. */
+    static const char letters[] = "QSEWA";
+    char ev[8];
+    size_t ne = 0;
+    for (int i = 0; i < 5; i++)
+        if (c->events & (1u << i)) ev[ne++] = letters[i];
+    if (!ne) ev[ne++] = '-';
+    ev[ne] = '\0';
+    puts_(&o, "|events=");
+    puts_(&o, ev);
+    puts_(&o, "\n");
+    return o.len;
+}

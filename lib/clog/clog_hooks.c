@@ -1,0 +1,200 @@
+/*
+ * clog_hooks.c - the clog subscribers on the hook chains.
+ *
+ * On the op path (Q, S, E, W) a hook fills a fixed-size record on its stack
+ * from the op's info and pushes it into the logger's ring: no lock, no
+ * allocation, no system call (the clock is read through the vDSO), no
+ * formatting. Communicator lifecycle events and aborts are rare and off the
+ * op path; they may allocate (a split's ranks list, an abort's message), and
+ * the abort hook waits, bounded, for the writer to put everything on disk.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ccomm/comm.h"
+#include "clog_internal.h"
+
+/* The class of each op type, from the table in ccomm/types.h. */
+enum { CLS_COLL, CLS_P2P, CLS_LIFE };
+static const unsigned char op_class[] = {
+#define CC__CLOG_CLASS(name, s, cls) CLS_##cls,
+    CC_OP_TYPE_MAP(CC__CLOG_CLASS)
+#undef CC__CLOG_CLASS
+};
+
+/* Out-of-range types count as lifecycle: they are skipped, never used as an index. */
+static int is_lifecycle(cc_op_type_t t)
+{
+    return (unsigned)t >= CC_OP_TYPE_COUNT || op_class[t] == CLS_LIFE;
+}
+
+/* Bounded copy of a comm name; a plain loop so it never reads past the NUL. */
+static void copy_name(char *dst, const char *src)
+{
+    size_t i = 0;
+    if (src)
+        for (; i < CC__CLOG_NAME_MAX - 1 && src[i]; i++)
+            dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+/* The signature and identity of an op, common to every op event. */
+static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, uint64_t t)
+{
+    /* Every field is written (no memset): the record is copied whole into the ring. */
+    r->kind = (uint8_t)kind;
+    r->type = (uint8_t)op->type;
+    /* Clamped so the writer can index its name tables without checks of its own. */
+    r->dtype = (uint8_t)((unsigned)op->dtype < CC_DTYPE_COUNT ? op->dtype : CC_DTYPE_COUNT);
+    r->redop = (uint8_t)((unsigned)op->redop < CC_REDOP_COUNT ? op->redop : CC_REDOP_COUNT);
+    r->status = 0;
+    r->root = op->root;
+    r->peer = op->peer;
+    r->rank = op->rank;
+    r->size = op->size;
+    r->op_id = op->op_id;
+    /* One seq column: the number that orders this op among its peers' ops. */
+    r->seq = op_class[op->type] == CLS_P2P ? op->p2p_seq : op->coll_seq;
+    r->comm_id = op->comm_id;
+    /* The door's own timestamp when it has one, so lines agree with the recorder. */
+    r->t_ns = t ? t : cc__now_ns();
+    r->t_ref_ns = 0;
+    r->in_count = op->in_count;
+    r->out_count = op->out_count;
+    r->text = NULL;
+    copy_name(r->name, op->comm_name);
+}
+
+cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
+{
+    cc_clog_t *c = user;
+    /* Lifecycle ops get their own lines, at POST (see cc__clog_on_post). */
+    if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
+    struct cc__clog_rec r;
+    fill_op(&r, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
+    /* A full ring counts the record itself; nothing to do about it here. */
+    cc__clog_ring_push(&c->ring, &r);
+    return CC_OK; /* clog never vetoes */
+}
+
+void cc__clog_on_start(const cc_op_info_t *op, void *user)
+{
+    cc_clog_t *c = user;
+    if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
+    struct cc__clog_rec r;
+    fill_op(&r, op, CC__CLOG_REC_S, op->t_start_ns);
+    cc__clog_ring_push(&c->ring, &r);
+}
+
+/* The wait has no timestamp of its own in the info: read the clock (vDSO). */
+void cc__clog_on_wait(const cc_op_info_t *op, void *user)
+{
+    cc_clog_t *c = user;
+    if (!(c->events & CC_CLOG_W) || is_lifecycle(op->type)) return;
+    struct cc__clog_rec r;
+    fill_op(&r, op, CC__CLOG_REC_W, 0);
+    cc__clog_ring_push(&c->ring, &r);
+}
+
+/*
+ * A comm's world ranks as compact ranges, "0-3,8,10-11" (heap, or NULL when
+ * they cannot be known). Runs once per comm creation, off the op path.
+ */
+static char *ranks_text(cc_comm_t *comm, int size)
+{
+    if (!comm || size <= 0) return NULL;
+    size_t cap = 64, len = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = '\0';
+    /* Runs of consecutive world ranks become "a-b": splits by color are often runs. */
+    for (int i = 0; i < size;) {
+        int first = cc_comm_world_rank(comm, i), j = i + 1;
+        if (first < 0) goto fail;
+        while (j < size && cc_comm_world_rank(comm, j) == first + (j - i))
+            j++;
+        if (cap - len < 40) {
+            char *n = realloc(s, cap *= 2);
+            if (!n) goto fail;
+            s = n;
+        }
+        int w = j - i == 1 ? snprintf(s + len, cap - len, "%s%d", len ? "," : "", first)
+                           : snprintf(s + len, cap - len, "%s%d-%d", len ? "," : "", first,
+                                      first + (j - i - 1));
+        len += (size_t)w;
+        i = j;
+    }
+    return s;
+fail:
+    free(s);
+    return NULL;
+}
+
+void cc__clog_push_new_comm(cc_clog_t *c, const cc_op_info_t *op)
+{
+    struct cc__clog_rec r;
+    memset(&r, 0, sizeof(r));
+    r.kind = CC__CLOG_REC_NEW;
+    r.rank = op->rank;
+    r.size = op->size;
+    r.comm_id = op->comm_id;
+    r.t_ns = cc__now_ns();
+    r.t_ref_ns = op->parent_comm_id; /* the writer's split line */
+    copy_name(r.name, op->comm_name);
+    /* Only children get a ranks list: the world's is 0..size-1 by definition. */
+    if (op->parent_comm_id) r.text = ranks_text(op->comm, op->size);
+    /* A refused record still owns its text. */
+    if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
+}
+
+void cc__clog_on_post(const cc_op_info_t *op, void *user)
+{
+    cc_clog_t *c = user;
+    /* Comm lines are written whatever the event selection: every other line needs them. */
+    if (op->type == CC_OP_COMM_INIT) {
+        if (op->status == CC_OK) cc__clog_push_new_comm(c, op);
+        return;
+    }
+    if (op->type == CC_OP_COMM_DESTROY) {
+        struct cc__clog_rec r;
+        memset(&r, 0, sizeof(r));
+        r.kind = CC__CLOG_REC_END;
+        r.comm_id = op->comm_id;
+        r.t_ns = cc__now_ns();
+        copy_name(r.name, op->comm_name);
+        cc__clog_ring_push(&c->ring, &r);
+        return;
+    }
+    if (!(c->events & CC_CLOG_E) || is_lifecycle(op->type)) return;
+    struct cc__clog_rec r;
+    fill_op(&r, op, CC__CLOG_REC_E, op->t_end_ns);
+    r.status = op->status;
+    /* The duration is the time on the wire; a vetoed op never started. */
+    r.t_ref_ns = op->t_start_ns ? op->t_start_ns : op->t_enqueue_ns;
+    cc__clog_ring_push(&c->ring, &r);
+}
+
+void cc__clog_on_abort(const cc_abort_info_t *info, void *user)
+{
+    cc_clog_t *c = user;
+    if (c->events & CC_CLOG_A) {
+        struct cc__clog_rec r;
+        if (info->op && !is_lifecycle(info->op->type)) {
+            fill_op(&r, info->op, CC__CLOG_REC_A, cc__now_ns());
+        } else {
+            memset(&r, 0, sizeof(r));
+            r.kind = CC__CLOG_REC_A;
+            r.t_ns = cc__now_ns();
+        }
+        /* The abort is the comm's, even when the culprit op's fields fill the rest. */
+        r.comm_id = info->comm_id;
+        copy_name(r.name, info->comm_name);
+        r.status = info->reason;
+        r.text = info->message ? strdup(info->message) : NULL;
+        if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
+    }
+    /* Whatever happens next (destroy, exit, SIGABRT), the story is on disk. */
+    cc__clog_writer_flush(c, -1);
+}

@@ -1,0 +1,77 @@
+/*
+ * clog_ring.c - the bounded multi-producer ring of clog records (see
+ * clog_ring.h for the protocol).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clog_ring.h"
+
+int cc__clog_ring_init(struct cc__clog_ring *r, uint64_t cap)
+{
+    if (cap < 2 || (cap & (cap - 1))) return -1;
+    struct cc__clog_slot *s = aligned_alloc(64, cap * sizeof(*s));
+    if (!s) return -1;
+    memset(s, 0, cap * sizeof(*s));
+    /* Slot i starts free for position i (lap 0). */
+    for (uint64_t i = 0; i < cap; i++)
+        atomic_init(&s[i].seq, i);
+    r->slots = s;
+    r->cap = cap;
+    atomic_init(&r->tail, 0);
+    atomic_init(&r->dropped, 0);
+    r->head = 0;
+    return 0;
+}
+
+void cc__clog_ring_fini(struct cc__clog_ring *r)
+{
+    if (!r->slots) return;
+    /* Texts of published records the writer never took belong to the ring. */
+    struct cc__clog_rec rec;
+    while (cc__clog_ring_pop(r, &rec))
+        free(rec.text);
+    free(r->slots);
+    r->slots = NULL;
+}
+
+int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
+{
+    uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    struct cc__clog_slot *s;
+    for (;;) {
+        s = &r->slots[pos & (r->cap - 1)];
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int64_t diff = (int64_t)(seq - pos);
+        if (diff == 0) {
+            /* Free for this lap: claim it; a failed CAS reloads pos. */
+            if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed))
+                break;
+        } else if (diff < 0) {
+            /* The writer has not freed the slot of the previous lap: full. */
+            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            return 0;
+        } else {
+            /* Another producer took pos meanwhile. */
+            pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        }
+    }
+    /* The release store publishes the copy: the consumer's acquire load sees it whole. */
+    s->rec = *rec;
+    atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+    return 1;
+}
+
+int cc__clog_ring_pop(struct cc__clog_ring *r, struct cc__clog_rec *out)
+{
+    struct cc__clog_slot *s = &r->slots[r->head & (r->cap - 1)];
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    /* Not yet published (empty, or a producer is still copying): try again later. */
+    if (seq != r->head + 1) return 0;
+    *out = s->rec;
+    /* Hand the slot to the producer of the next lap. */
+    atomic_store_explicit(&s->seq, r->head + r->cap, memory_order_release);
+    r->head++;
+    return 1;
+}

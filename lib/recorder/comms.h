@@ -1,0 +1,49 @@
+/*
+ * comms.h - the ring's communicator table (pg_config and pg_status of the
+ * dump) and the lock-free comm_id -> table slot map used on the op path
+ * (internal to lib/recorder).
+ */
+#ifndef CC_RECORDER_COMMS_H
+#define CC_RECORDER_COMMS_H
+
+#include <stdint.h>
+
+#include "ring.h"
+
+/* A communicator as registered. Pointers are borrowed for the call. */
+typedef struct cc__fr_comm_desc {
+    uint64_t comm_id;
+    uint64_t parent_id; /* 0 = none */
+    const char *name;
+    int size;
+    int rank;
+    int device;
+    const int32_t *world_ranks; /* `size` world ranks (-1 = unknown), or NULL */
+} cc__fr_comm_desc_t;
+
+/* pg_status counters of a comm record. */
+enum cc__fr_seq_kind { CC__FR_SEQ_ENQUEUED = 0, CC__FR_SEQ_STARTED, CC__FR_SEQ_COMPLETED };
+
+/* The table slot of comm_id, or -1. Lock-free; async-signal-safe. */
+int cc__fr_comm_find(uint64_t comm_id);
+
+/*
+ * Register a comm (or, when already there, record the world ranks that were
+ * unknown). Off the op path: takes a mutex. Returns the slot, or -1 when the
+ * table is full (warned once; entries then carry CC__FR_NO_COMM).
+ */
+int cc__fr_comm_add(cc__fr_ring_t *r, const cc__fr_comm_desc_t *d);
+
+/* Raise a pg_status counter of `slot` to `seq` (never lowers it). Lock-free. */
+void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq);
+
+/* Mark a comm destroyed or aborted (CC__FR_CF_*). Async-signal-safe. */
+void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason);
+
+/* Forget every comm (the ring is being closed). Not concurrent with the op path. */
+void cc__fr_comm_reset(void);
+
+/* In a forked child: the parent's threads are gone, maybe holding the mutex. */
+void cc__fr_comm_after_fork(void);
+
+#endif /* CC_RECORDER_COMMS_H */

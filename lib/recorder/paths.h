@@ -1,0 +1,18 @@
+/* paths.h - file names of rings and dumps (internal to lib/recorder). */
+#ifndef CC_RECORDER_PATHS_H
+#define CC_RECORDER_PATHS_H
+
+#include <stddef.h>
+
+#include "ccomm/status.h"
+
+/*
+ * Copy a job id into `out` as a safe file name component: characters other
+ * than [A-Za-z0-9._-] become '_', "", "." and ".." become "nojob".
+ */
+void cc__fr_job_component(const char *job_id, char *out, size_t cap);
+
+/* mkdir -p with mode 0700 for new directories. CC_OK or CC_ERR_SYSTEM (logged). */
+cc_status_t cc__fr_mkdirs(const char *dir);
+
+#endif /* CC_RECORDER_PATHS_H */

@@ -1,0 +1,333 @@
+/*
+ * recorder.c - the flight recorder as a subscriber on the hook chains.
+ *
+ * cc__recorder_open creates this process's ring file and adds the PRE,
+ * START, POST and ABORT subscribers for all communicators. The subscribers
+ * turn an op's passage into entry transitions (ring.c) and keep the comm
+ * table's pg_status counters (comms.c). The op path takes no lock, makes no
+ * syscall and allocates nothing: the thread id is cached per thread, the
+ * comm's table slot comes from a lock-free map, times come from the op.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ccomm/comm.h"
+#include "clock.h"
+#include "comms.h"
+#include "config.h"
+#include "log.h"
+#include "modules.h"
+#include "op.h"
+#include "opclass.h"
+#include "paths.h"
+#include "recorder.h"
+#include "ring.h"
+
+#define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
+
+static cc__fr_ring_t *g_ring; /* NULL = off; read with acquire on the op path */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
+static cc_hook_handle_t g_hooks[4];
+static int g_subscribed;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static __thread uint32_t t_tid; /* this thread's kernel id, 0 = not asked yet */
+
+static inline cc__fr_ring_t *ring(void)
+{
+    return __atomic_load_n(&g_ring, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t my_tid(void)
+{
+    uint32_t t = t_tid;
+    if (__builtin_expect(!t, 0)) t = t_tid = (uint32_t)syscall(SYS_gettid);
+    return t;
+}
+
+/* Only collectives move pg_status: PyTorch counts collectives there. */
+static inline int is_coll(cc_op_type_t t)
+{
+    return cc__fr_op_class((unsigned)t) == CC__FR_CLASS_COLL;
+}
+
+int cc__recorder_add_comm(uint64_t comm_id, uint64_t parent_id, const char *name, int rank,
+                          int size, const int32_t *world_ranks)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r) return -1;
+    cc__fr_comm_desc_t d = {comm_id, parent_id, name, size, rank, CC_DEVICE_CPU, world_ranks};
+    return cc__fr_comm_add(r, &d);
+}
+
+/* Slow path: the first op of a comm, or its COMM_INIT. Asks the core for the
+ * members' world ranks. */
+static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
+{
+    /* A full table must not send every later op of an unrecorded comm
+     * through the mutex and the getters: give up at once. */
+    if (__atomic_load_n(&r->hdr->comm_count, __ATOMIC_RELAXED) >= r->hdr->comm_capacity &&
+        cc__fr_comm_find(info->comm_id) < 0)
+        return -1;
+    int32_t small[256]; /* most comms: no allocation */
+    int32_t *wr = small;
+    int n = info->size > 0 ? info->size : 0;
+    if (n > 256 && !(wr = malloc(sizeof(int32_t) * (size_t)n))) return -1;
+    for (int i = 0; i < n; i++)
+        wr[i] = info->comm ? cc_comm_world_rank(info->comm, i) : -1;
+    cc__fr_comm_desc_t d = {info->comm_id, info->parent_comm_id, info->comm_name, info->size,
+                            info->rank,    info->device,         n ? wr : NULL};
+    int slot = cc__fr_comm_add(r, &d);
+    if (wr != small) free(wr);
+    /* A new comm may come with a new plugin: refresh the module table. */
+    if (info->type == CC_OP_COMM_INIT) cc__fr_modules_scan(r);
+    return slot;
+}
+
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user)
+{
+    cc__op_t *op = cc__op_of(info);
+    cc__fr_ring_t *r = ring();
+    /* Cleared first: START and POST must not act on a stale id. */
+    op->rec_id = 0;
+    if (!r) return CC_OK;
+    int slot = cc__fr_comm_find(info->comm_id);
+    /* COMM_INIT re-registers: a comm id may come back after its destroy. */
+    if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
+    cc__fr_entry_t e;
+    /* The door stamps its ops; the clock is read only for direct callers. */
+    uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
+    cc__fr_entry_fill(&e, info, slot, my_tid(), t);
+    uint64_t frames[CC__FR_MAX_FRAMES];
+    if (r->stack_depth) e.nframes = (uint8_t)cc__fr_stack_capture(frames, r->stack_depth);
+    op->rec_id = cc__fr_ring_pre(r, &e, frames);
+    if (is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
+    (void)user;
+    return CC_OK;
+}
+
+void cc__recorder_on_start(const cc_op_info_t *info, void *user)
+{
+    uint64_t rid = cc__op_of(info)->rec_id;
+    cc__fr_ring_t *r = ring();
+    if (!rid || !r) return;
+    cc__fr_update_t u = {.state = CC__FR_STARTED,
+                         .t_start_ns = info->t_start_ns ? info->t_start_ns : cc__now_ns(),
+                         .tid = my_tid(),
+                         .algorithm = info->algorithm,
+                         .transport = info->transport};
+    int slot = cc__fr_ring_update(r, rid, &u);
+    if (slot >= 0 && is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
+    (void)user;
+}
+
+void cc__recorder_on_post(const cc_op_info_t *info, void *user)
+{
+    uint64_t rid = cc__op_of(info)->rec_id;
+    cc__fr_ring_t *r = ring();
+    if (!rid || !r) return;
+    /* t_start again: an op that never reported START still gets its time. */
+    cc__fr_update_t u = {.state = cc__fr_state_of_status(info->status),
+                         .status = info->status,
+                         .t_start_ns = info->t_start_ns,
+                         .t_end_ns = info->t_end_ns ? info->t_end_ns : cc__now_ns(),
+                         .tid = my_tid(),
+                         .algorithm = info->algorithm,
+                         .transport = info->transport};
+    int slot = cc__fr_ring_update(r, rid, &u);
+    if (slot >= 0 && u.state == CC__FR_COMPLETED && is_coll(info->type) && info->coll_seq)
+        cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
+    /* Lifecycle ends (rare): the comm's members may be known only now. */
+    if (info->type == CC_OP_COMM_INIT && info->status == CC_OK) add_comm_of(r, info);
+    if (info->type == CC_OP_COMM_DESTROY)
+        cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_DESTROYED, 0);
+    (void)user;
+}
+
+void cc__recorder_on_abort(const cc_abort_info_t *info, void *user)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r || !info) return;
+    /* Only atomics and bounded spins below: this may run in the fatal-signal
+     * handler, over a slot the interrupted thread holds. The comm first, so
+     * a process that dies now still says which comm was aborted and why. */
+    cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_ABORTED, info->reason);
+    cc__fr_ring_mark_abort(r, info->comm_id);
+    (void)user;
+}
+
+void cc__recorder_mark_signal(int signo)
+{
+    cc__fr_ring_t *r = ring();
+    if (!r) return;
+    /* Time first, signal last (release): a reader that sees the signal sees
+     * its time. clock_gettime is async-signal-safe. */
+    __atomic_store_n(&r->hdr->fatal_signal_ns, cc__now_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&r->hdr->fatal_signal, (uint64_t)(unsigned)signo, __ATOMIC_RELEASE);
+}
+
+const char *cc__recorder_path(void)
+{
+    cc__fr_ring_t *r = ring();
+    return r ? r->path : NULL;
+}
+
+/* The ring of the parent is not the child's: drop it (the child may open its own). */
+static void after_fork_child(void)
+{
+    /* The child's only thread has its own id; the mapping is shared with the
+     * parent, so writing to it would put the child's ops in the parent's
+     * record. Locks a parent thread held are re-made. */
+    t_tid = 0;
+    pthread_mutex_init(&g_lock, NULL);
+    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_ring_detach(r);
+    cc__fr_comm_after_fork();
+    cc__fr_modules_after_fork();
+}
+
+/* A normal exit is not a crash: say so in the ring (other threads may still
+ * write to it, so it stays mapped). */
+static void at_exit(void)
+{
+    cc__fr_ring_t *r = ring();
+    if (r) __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
+}
+
+static void register_process_handlers(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+    atexit(at_exit);
+}
+
+cc__fr_ring_t *cc__recorder_ring_hold(void)
+{
+    pthread_mutex_lock(&g_lock);
+    cc__fr_ring_t *r = ring();
+    if (!r) pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+void cc__recorder_ring_release(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Handles are kept to remove exactly our hooks (a user's stay). */
+static void unsubscribe(void)
+{
+    for (int i = 0; i < 4; i++)
+        if (g_hooks[i]) cc_hook_remove(g_hooks[i]);
+    memset(g_hooks, 0, sizeof(g_hooks));
+    g_subscribed = 0;
+}
+
+/* Add the four subscribers for all comms, once per process. */
+static cc_status_t subscribe(void)
+{
+    if (g_subscribed) return CC_OK;
+    cc_status_t st = cc_hook_add_pre(NULL, cc__recorder_on_pre, NULL, 0, &g_hooks[0]);
+    if (st == CC_OK) st = cc_hook_add_start(NULL, cc__recorder_on_start, NULL, 0, &g_hooks[1]);
+    if (st == CC_OK) st = cc_hook_add_post(NULL, cc__recorder_on_post, NULL, 0, &g_hooks[2]);
+    if (st == CC_OK)
+        st = cc_hook_add_abort(NULL, cc__recorder_on_abort, NULL, CC_HOOK_SIGNAL_SAFE, &g_hooks[3]);
+    if (st != CC_OK) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot add its hooks: %s", cc_status_str(st));
+        unsubscribe();
+        return st;
+    }
+    g_subscribed = 1;
+    return CC_OK;
+}
+
+/* <recorder_dir>/<job>/rank<r>.<pid>.ccfr, with the directories made. */
+static cc_status_t make_path(int rank, const char *job, char *path, size_t cap)
+{
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->recorder_dir, job);
+    if (n < 0 || (size_t)n >= sizeof(dir)) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: CCOMM_RECORDER_DIR \"%.64s...\" is too long",
+                     cc__cfg()->recorder_dir);
+        return CC_ERR_INVALID_ARG;
+    }
+    CC_CHECK(cc__fr_mkdirs(dir));
+    n = snprintf(path, cap, "%s/rank%d.%d.ccfr", dir, rank, (int)getpid());
+    if (n < 0 || (size_t)n >= cap) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: ring path under %s is too long", dir);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
+static cc_status_t create_locked(int rank, int world_size, const char *job_id)
+{
+    const struct cc__config *cfg = cc__cfg();
+    char job[128], host[64] = "?", path[PATH_MAX];
+    cc__fr_job_component(job_id && *job_id ? job_id : cfg->job_id, job, sizeof(job));
+    CC_CHECK(make_path(rank, job, path, sizeof(path)));
+    if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
+    cc__fr_ring_params_t p = {.capacity = (uint32_t)cfg->recorder_entries,
+                              .stack_depth = cfg->recorder_stack ? DEFAULT_FRAMES : 0,
+                              .rank = rank,
+                              .world_size = world_size,
+                              .host = host,
+                              .job_id = job};
+    cc__fr_ring_t *r;
+    CC_CHECK(cc__fr_ring_create(path, &p, &r));
+    cc__fr_modules_scan(r);
+    if (p.stack_depth) cc__fr_stack_prepare();
+    __atomic_store_n(&g_ring, r, __ATOMIC_RELEASE);
+    cc_log_info(CC_SUBSYS_RECORDER, "recorder: ring %s, %u entries of %u bytes", path, r->capacity,
+                r->entry_size);
+    return CC_OK;
+}
+
+cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id)
+{
+    int64_t n = cc__cfg()->recorder_entries;
+    if (n == 0) {
+        cc_log_info(CC_SUBSYS_RECORDER, "recorder: off (CCOMM_RECORDER_ENTRIES=0)");
+        return CC_OK;
+    }
+    if (n < 0 || n > CC__FR_MAX_CAPACITY) {
+        cc_log_error(CC_SUBSYS_RECORDER,
+                     "recorder: CCOMM_RECORDER_ENTRIES=%lld is out of range "
+                     "(0 .. %u)",
+                     (long long)n, CC__FR_MAX_CAPACITY);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (world_rank < 0 || world_size < 1 || world_rank >= world_size) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: bad rank %d of world size %d", world_rank,
+                     world_size);
+        return CC_ERR_INVALID_ARG;
+    }
+    pthread_once(&g_fork_once, register_process_handlers);
+    pthread_mutex_lock(&g_lock);
+    cc_status_t st = CC_OK;
+    if (ring()) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: already open (%s)", ring()->path);
+        st = CC_ERR_INVALID_USAGE;
+    } else {
+        st = create_locked(world_rank, world_size, job_id);
+        if (st == CC_OK) st = subscribe();
+        if (st != CC_OK) cc__fr_ring_destroy(__atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL));
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+void cc__recorder_close(void)
+{
+    pthread_mutex_lock(&g_lock);
+    /* When cc_hook_remove returns the subscribers are not running. */
+    unsubscribe();
+    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_comm_reset();
+    cc__fr_ring_destroy(r);
+    pthread_mutex_unlock(&g_lock);
+}

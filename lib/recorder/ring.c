@@ -1,0 +1,458 @@
+/*
+ * ring.c - the ring file and its entries' transitions.
+ *
+ * Writers claim a record id with one atomic add on hdr->next_record_id; the
+ * slot is (record_id - 1) % capacity. Each slot's first word is a seqlock:
+ * a writer CASes it from even to odd, stores its words, and stores the next
+ * even value (release). The CAS also excludes other writers of the same slot
+ * (a late START racing a reuse, ABORT marking racing POST) without a lock
+ * that could sleep: the holder keeps it for a few dozen stores, others spin a
+ * bounded number of times and then give up (counted, never blocked).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ccomm/types.h"
+#include "ccomm/version.h"
+#include "clock.h"
+#include "log.h"
+#include "ring.h"
+
+#define SPINS_WRITE 4096 /* a holder is never preempted for long; this is ~100 us */
+#define SPINS_CLAIM 64   /* PRE: take the next record id instead of waiting */
+#define SPINS_ABORT 64   /* ABORT may run in a signal handler over a held slot */
+#define CLAIM_TRIES 4
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Shared words are loaded with acquire and stored with release order. On
+ * x86 both are plain moves; they carry the seqlock's ordering without
+ * standalone fences (which TSan does not model): a reader that sees any
+ * word of a write also sees the odd seq that preceded it, and the reader's
+ * second look at seq cannot move before its copies.
+ */
+static inline uint64_t ld(const void *p)
+{
+    return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+
+static inline void st(void *p, uint64_t v)
+{
+    __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+
+void cc__fr_store_words(void *dst, const void *src, size_t bytes)
+{
+    uint64_t *d = dst;
+    const unsigned char *s = src;
+    for (size_t i = 0; i < bytes / 8; i++) {
+        uint64_t w;
+        memcpy(&w, s + 8 * i, 8);
+        st(d + i, w);
+    }
+}
+
+void cc__fr_load_words(void *dst, const void *src, size_t bytes)
+{
+    const uint64_t *s = src;
+    unsigned char *d = dst;
+    for (size_t i = 0; i < bytes / 8; i++) {
+        uint64_t w = ld(s + i);
+        memcpy(d + 8 * i, &w, 8);
+    }
+}
+
+static inline cc__fr_entry_t *slot_of(const cc__fr_ring_t *r, uint64_t rid)
+{
+    uint64_t i = r->mask ? ((rid - 1) & r->mask) : ((rid - 1) % r->capacity);
+    return (cc__fr_entry_t *)(void *)(r->slots + i * r->entry_size);
+}
+
+/* Take e's seqlock: returns the even value it held, or 1 (odd: never a
+ * valid result) when another writer kept it for `spins` tries. */
+static inline uint64_t slot_lock(cc__fr_entry_t *e, int spins)
+{
+    for (int i = 0; i < spins; i++) {
+        uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+        if (!(s & 1) && __atomic_compare_exchange_n(&e->seq, &s, s + 1, 0, __ATOMIC_ACQUIRE,
+                                                    __ATOMIC_RELAXED)) {
+            return s;
+        }
+        cpu_relax();
+    }
+    return 1;
+}
+
+/* Release: a new even value if we changed the slot, the old one if not
+ * (readers that saw it before and after copied unchanged words). */
+static inline void slot_unlock(cc__fr_entry_t *e, uint64_t s, int changed)
+{
+    __atomic_store_n(&e->seq, changed ? s + 2 : s, __ATOMIC_RELEASE);
+}
+
+/* Health counters of the header: relaxed, only their totals matter. */
+static inline void count(uint64_t *word)
+{
+    __atomic_fetch_add(word, 1, __ATOMIC_RELAXED);
+}
+
+/* Copy a C string into a fixed field, truncated, always terminated. */
+static inline void put_str(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    if (src)
+        for (; i + 1 < cap && src[i]; i++)
+            dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
+                       uint64_t t_enqueue_ns)
+{
+    /* Built in the caller's memory, before any slot is held: the seqlock is
+     * then held only for the stores. Zeroed so reserved bytes stay zero
+     * (later minor versions read zero as "absent"). */
+    memset(e, 0, sizeof(*e));
+    e->op_id = info->op_id;
+    e->comm_id = info->comm_id;
+    e->coll_seq = info->coll_seq;
+    e->p2p_seq = info->p2p_seq;
+    e->in_count = info->in_count;
+    e->out_count = info->out_count;
+    e->bytes = info->bytes;
+    e->t_enqueue_ns = t_enqueue_ns;
+    e->timeout_ms = info->timeout_ms;
+    e->tid = tid;
+    e->device = info->device;
+    e->rank = info->rank;
+    e->size = info->size;
+    e->root = info->root;
+    e->peer = info->peer;
+    e->tag = info->tag;
+    e->comm_slot = comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM;
+    /* Out-of-range enums are clamped to "none" so readers never reject the
+     * entry for a value the door let through. */
+    e->type = (uint8_t)info->type;
+    e->dtype = (unsigned)info->dtype <= CC_DTYPE_COUNT ? (uint8_t)info->dtype : CC_DTYPE_COUNT;
+    e->redop = (unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop : CC_REDOP_COUNT;
+    e->state = CC__FR_SCHEDULED;
+    e->status = CC_INPROGRESS;
+    /* Known at PRE only for some ops; START and POST fill them in later. */
+    put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
+    put_str(e->transport, sizeof(e->transport), info->transport);
+    put_str(e->engine, sizeof(e->engine), info->engine);
+}
+
+uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames)
+{
+    if (e->nframes > r->stack_depth) e->nframes = (uint8_t)r->stack_depth;
+    for (int t = 0; t < CLAIM_TRIES; t++) {
+        /* The one shared write every op makes; relaxed, because the slot's
+         * seqlock, not the counter, orders the entry's words. */
+        uint64_t rid = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
+        cc__fr_entry_t *slot = slot_of(r, rid);
+        uint64_t s = slot_lock(slot, SPINS_CLAIM);
+        if (s & 1) {
+            /* A writer sits on this slot (preempted, or a late update): leave
+             * the id unused rather than wait on the op path. */
+            count(&r->hdr->skipped);
+            continue;
+        }
+        e->record_id = rid;
+        /* Everything after seq, in one pass of word stores: every word is
+         * rewritten, so nothing of the slot's previous op survives. */
+        cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
+        uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
+        for (unsigned i = 0; i < e->nframes; i++)
+            st(f + i, frames[i]);
+        slot_unlock(slot, s, 1);
+        return rid;
+    }
+    return 0;
+}
+
+/* The (state, status) word and the (flags, end_tid) word of line 2. */
+struct state_word {
+    uint32_t state;
+    int32_t status;
+};
+struct flags_word {
+    uint32_t flags;
+    uint32_t end_tid;
+};
+
+/* A string field is rewritten whole (NUL padding included) so a shorter
+ * name never leaves the tail of a longer one behind. */
+static void store_str_field(void *dst, size_t cap, const char *src)
+{
+    char buf[32];
+    memset(buf, 0, sizeof(buf));
+    put_str(buf, cap, src);
+    cc__fr_store_words(dst, buf, cap);
+}
+
+int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
+{
+    cc__fr_entry_t *e = slot_of(r, rid);
+    uint64_t s = slot_lock(e, SPINS_WRITE);
+    if (s & 1) goto dropped;
+    if (ld(&e->record_id) != rid) {
+        /* The slot was reused after wrap-around: this update is stale. */
+        slot_unlock(e, s, 0);
+        goto dropped;
+    }
+    /* state and status share a word: read, change, write back (we hold it). */
+    struct state_word sw;
+    uint64_t w = ld(&e->state);
+    memcpy(&sw, &w, 8);
+    int is_end = u->state >= CC__FR_COMPLETED;
+    if (!is_end && sw.state != CC__FR_SCHEDULED) {
+        int comm_slot = e->comm_slot;
+        slot_unlock(e, s, 0); /* START after the end: keep the end */
+        return comm_slot;
+    }
+    sw.state = u->state;
+    if (is_end) sw.status = u->status;
+    memcpy(&w, &sw, 8);
+    st(&e->state, w);
+    /* The first start time wins: POST repeats it, it must not move it. */
+    if (u->t_start_ns && !ld(&e->t_start_ns)) st(&e->t_start_ns, u->t_start_ns);
+    if (is_end) st(&e->t_end_ns, u->t_end_ns);
+    if (is_end || u->add_flags) {
+        struct flags_word fw;
+        w = ld(&e->flags);
+        memcpy(&fw, &w, 8);
+        fw.flags |= u->add_flags;
+        if (is_end) fw.end_tid = u->tid;
+        memcpy(&w, &fw, 8);
+        st(&e->flags, w);
+    }
+    if (u->algorithm) store_str_field(e->algorithm, sizeof(e->algorithm), u->algorithm);
+    if (u->transport) store_str_field(e->transport, sizeof(e->transport), u->transport);
+    /* Read under the lock: the caller moves this comm's pg_status. */
+    int comm_slot = e->comm_slot;
+    slot_unlock(e, s, 1);
+    return comm_slot;
+dropped:
+    count(&r->hdr->dropped);
+    return -1;
+}
+
+unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id)
+{
+    unsigned marked = 0;
+    for (uint32_t i = 0; i < r->capacity; i++) {
+        cc__fr_entry_t *e = (cc__fr_entry_t *)(void *)(r->slots + (size_t)i * r->entry_size);
+        /* Unlocked look first: most slots belong to other comms or are done. */
+        if (ld(&e->comm_id) != comm_id) continue;
+        struct state_word sw;
+        uint64_t w = ld(&e->state);
+        memcpy(&sw, &w, 8);
+        if (sw.state != CC__FR_SCHEDULED && sw.state != CC__FR_STARTED) continue;
+        uint64_t s = slot_lock(e, SPINS_ABORT);
+        if (s & 1) continue; /* held, maybe by the thread this signal interrupted */
+        /* Look again under the lock: the op may have ended or the slot been
+         * reused between the unlocked look and the CAS. */
+        w = ld(&e->state);
+        memcpy(&sw, &w, 8);
+        int hit = ld(&e->comm_id) == comm_id &&
+                  (sw.state == CC__FR_SCHEDULED || sw.state == CC__FR_STARTED);
+        if (hit) {
+            struct flags_word fw;
+            w = ld(&e->flags);
+            memcpy(&fw, &w, 8);
+            fw.flags |= CC__FR_EF_ABORT_SEEN;
+            memcpy(&w, &fw, 8);
+            st(&e->flags, w);
+            marked++;
+        }
+        slot_unlock(e, s, hit);
+    }
+    return marked;
+}
+
+uint32_t cc__fr_state_of_status(int status)
+{
+    switch (status) {
+    case CC_OK:
+        return CC__FR_COMPLETED;
+    case CC_ERR_TIMEOUT:
+        return CC__FR_TIMED_OUT;
+    case CC_ERR_ABORTED:
+        return CC__FR_ABORTED;
+    default:
+        return CC__FR_FAILED;
+    }
+}
+
+/* Where the tables and the slots go in the file. */
+struct layout {
+    uint64_t comm_off, rank_off, module_off, header_size, file_size;
+    uint32_t comm_cap, rank_cap, entry_size;
+};
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/*
+ * Tables are sized once: growing a shared mapping under running writers is
+ * not worth its complexity. Their pages are reserved with the slots (about
+ * 280 KiB next to 1 MiB of slots by default), so they are sized for real
+ * jobs, not for the worst case: 512 comms, and members for 64 comms of the
+ * world's size (at least 16384 ranks), enough for world plus the splits
+ * training jobs make.
+ */
+static void plan(const cc__fr_ring_params_t *p, struct layout *l)
+{
+    l->comm_cap = p->comm_capacity ? p->comm_capacity : CC__FR_COMM_CAPACITY;
+    /* Entries name their comm with a u16; 0xffff means none. */
+    if (l->comm_cap >= CC__FR_NO_COMM) l->comm_cap = CC__FR_NO_COMM - 1;
+    uint64_t ranks = p->rank_capacity;
+    if (!ranks) ranks = p->world_size > 256 ? (uint64_t)p->world_size * 64 : 16384;
+    l->rank_cap = ranks > (1u << 24) ? (1u << 24) : (uint32_t)ranks;
+    /* Whole cache lines per slot: two writers never share a line. */
+    l->entry_size = (uint32_t)round_up(CC__FR_ENTRY_BYTES + 8 * p->stack_depth, 64);
+    l->comm_off = 4096;
+    l->rank_off = l->comm_off + (uint64_t)l->comm_cap * CC__FR_COMM_BYTES;
+    l->module_off = round_up(l->rank_off + (uint64_t)l->rank_cap * 4, 64);
+    l->header_size = round_up(l->module_off + CC__FR_MODULE_CAPACITY * CC__FR_MODULE_BYTES, 4096);
+    l->file_size = l->header_size + (uint64_t)p->capacity * l->entry_size;
+}
+
+/* Identity and geometry; the magic is stored last, with release order, so a
+ * reader that sees it sees the rest. */
+static void write_header(cc__fr_ring_t *r, const cc__fr_ring_params_t *p, const struct layout *l)
+{
+    cc__fr_header_t *h = r->hdr;
+    h->version_major = CC__FR_VERSION_MAJOR;
+    h->version_minor = CC__FR_VERSION_MINOR;
+    h->header_size = (uint32_t)l->header_size;
+    h->entry_size = l->entry_size;
+    h->capacity = p->capacity;
+    h->stack_depth = p->stack_depth;
+    h->file_size = l->file_size;
+    h->rank = p->rank;
+    h->world_size = p->world_size;
+    h->pid = (int32_t)getpid();
+    h->header_struct = CC__FR_HEADER_BYTES;
+    /* Read back to back: entries keep monotonic times (cheap, never jump);
+     * readers turn them into wall-clock times with this pair. */
+    h->realtime_base_ns = cc__realtime_ns();
+    h->monotonic_base_ns = cc__now_ns();
+    h->comm_off = l->comm_off;
+    h->comm_capacity = l->comm_cap;
+    h->comm_size = CC__FR_COMM_BYTES;
+    h->rank_off = l->rank_off;
+    h->rank_capacity = l->rank_cap;
+    h->module_off = l->module_off;
+    h->module_capacity = CC__FR_MODULE_CAPACITY;
+    h->module_size = CC__FR_MODULE_BYTES;
+    put_str(h->host, sizeof(h->host), p->host);
+    put_str(h->job_id, sizeof(h->job_id), p->job_id);
+    put_str(h->lib_version, sizeof(h->lib_version), CC_VERSION_STRING);
+    uint64_t magic;
+    memcpy(&magic, CC__FR_MAGIC, 8);
+    __atomic_store_n((uint64_t *)(void *)h->magic, magic, __ATOMIC_RELEASE);
+}
+
+/* Open, size and map the file. */
+static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
+{
+    r->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (r->fd < 0) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot create ring file %s: %s", path,
+                     strerror(errno));
+        return CC_ERR_SYSTEM;
+    }
+    /* Reserve the pages now: a full tmpfs must fail here, not SIGBUS later. */
+    int err = posix_fallocate(r->fd, 0, (off_t)size);
+    if (err == EOPNOTSUPP || err == EINVAL) err = ftruncate(r->fd, (off_t)size) ? errno : 0;
+    if (err) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot reserve %llu bytes for %s: %s",
+                     (unsigned long long)size, path, strerror(err));
+        return CC_ERR_SYSTEM;
+    }
+    void *base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (base == MAP_FAILED) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot map %s (%llu bytes): %s", path,
+                     (unsigned long long)size, strerror(errno));
+        return CC_ERR_SYSTEM;
+    }
+    /* The mapping keeps the file; the descriptor is not needed any more. */
+    close(r->fd);
+    r->fd = -1;
+    r->hdr = base;
+    r->size = (size_t)size;
+    return CC_OK;
+}
+
+cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, cc__fr_ring_t **out)
+{
+    if (!path || strlen(path) >= PATH_MAX || !p || !out || p->capacity < 1 ||
+        p->capacity > CC__FR_MAX_CAPACITY || p->stack_depth > CC__FR_MAX_FRAMES) {
+        cc_log_error(CC_SUBSYS_RECORDER,
+                     "recorder: bad ring parameters (path %s, capacity %u, "
+                     "stack depth %u)",
+                     path ? path : "NULL", p ? p->capacity : 0, p ? p->stack_depth : 0);
+        return CC_ERR_INVALID_ARG;
+    }
+    struct layout l;
+    plan(p, &l);
+    cc__fr_ring_t *r = calloc(1, sizeof(*r));
+    if (!r) return CC_ERR_NO_MEMORY;
+    r->fd = -1;
+    cc_status_t st = map_file(r, path, l.file_size);
+    if (st != CC_OK) {
+        /* A half-made file without its magic would only confuse ccdump. */
+        if (r->fd >= 0) close(r->fd);
+        unlink(path);
+        free(r);
+        return st;
+    }
+    unsigned char *base = (unsigned char *)r->hdr;
+    r->slots = base + l.header_size;
+    r->comms = (cc__fr_comm_t *)(void *)(base + l.comm_off);
+    r->ranks = (int32_t *)(void *)(base + l.rank_off);
+    r->modules = (cc__fr_module_t *)(void *)(base + l.module_off);
+    r->capacity = p->capacity;
+    /* A power-of-two capacity turns the per-op modulo into a mask. */
+    r->mask = (p->capacity & (p->capacity - 1)) ? 0 : p->capacity - 1;
+    r->entry_size = l.entry_size;
+    r->stack_depth = p->stack_depth;
+    memcpy(r->path, path, strlen(path) + 1);
+    write_header(r, p, &l);
+    *out = r;
+    return CC_OK;
+}
+
+void cc__fr_ring_destroy(cc__fr_ring_t *r)
+{
+    if (!r) return;
+    if (r->hdr) {
+        /* Tells readers the process did not die with this ring open. */
+        __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
+        munmap(r->hdr, r->size);
+    }
+    free(r);
+}
+
+void cc__fr_ring_detach(cc__fr_ring_t *r)
+{
+    if (!r) return;
+    if (r->hdr) munmap(r->hdr, r->size);
+    free(r);
+}

@@ -1,0 +1,124 @@
+/*
+ * ring.h - the writer side of a ring file: create and map it, and the
+ * lock-free transitions of its entries (internal to lib/recorder).
+ *
+ * Every shared word is written with __atomic stores so that readers (this
+ * process's dumper, ccdump in another process) may copy it at any time; the
+ * seqlock of each slot tells them whether their copy is consistent.
+ */
+#ifndef CC_RECORDER_RING_H
+#define CC_RECORDER_RING_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccomm/hooks.h"
+#include "format.h"
+
+#define CC__FR_MAX_CAPACITY    (1u << 24) /* slots; readers refuse more */
+#define CC__FR_COMM_CAPACITY   512u       /* comm records per ring */
+#define CC__FR_MODULE_CAPACITY 256u       /* module records per ring */
+
+/* What a ring is created with. */
+typedef struct cc__fr_ring_params {
+    uint32_t capacity;      /* slots, 1 .. CC__FR_MAX_CAPACITY */
+    uint32_t stack_depth;   /* frames per entry, 0 .. CC__FR_MAX_FRAMES */
+    uint32_t comm_capacity; /* 0 = CC__FR_COMM_CAPACITY */
+    uint32_t rank_capacity; /* 0 = from world_size */
+    int rank;
+    int world_size;
+    const char *host; /* borrowed for the call */
+    const char *job_id;
+} cc__fr_ring_params_t;
+
+/* A mapped ring (process memory; the pointers point into the mapping). */
+typedef struct cc__fr_ring {
+    cc__fr_header_t *hdr;
+    unsigned char *slots; /* slot 0 */
+    cc__fr_comm_t *comms;
+    int32_t *ranks;
+    cc__fr_module_t *modules;
+    uint32_t capacity;
+    uint32_t mask; /* capacity - 1 when a power of two, else 0 */
+    uint32_t entry_size;
+    uint32_t stack_depth;
+    size_t size; /* bytes mapped */
+    int fd;      /* open only while the file is created */
+    char path[PATH_MAX];
+} cc__fr_ring_t;
+
+/*
+ * Create (or truncate) the ring file at `path`, reserve its pages (so a full
+ * /dev/shm fails here, not with SIGBUS on the op path), map it shared and
+ * write the header; the magic goes last. *out is new (cc__fr_ring_destroy).
+ * Returns CC_OK, CC_ERR_INVALID_ARG (bad params), CC_ERR_SYSTEM (file, space
+ * or mmap; logged with the path and errno), CC_ERR_NO_MEMORY.
+ */
+cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p,
+                               cc__fr_ring_t **out);
+
+/* Note a clean close in the header, unmap, free. The file stays. NULL ok. */
+void cc__fr_ring_destroy(cc__fr_ring_t *r);
+
+/* Unmap and free without touching the file (a forked child drops its
+ * parent's ring). NULL ok. */
+void cc__fr_ring_detach(cc__fr_ring_t *r);
+
+/*
+ * Fill a new entry from an op as it passes PRE (no shared memory touched).
+ * tid is the calling thread's kernel id, t_enqueue_ns the op's enqueue time.
+ */
+void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
+                       uint64_t t_enqueue_ns);
+
+/*
+ * PRE: claim a record id (one atomic add), take its slot's seqlock and copy
+ * `e` and e->nframes words of `frames` in (e->record_id is set here;
+ * e->nframes is clamped to the ring's stack depth). Returns the record id,
+ * or 0 when no slot could be taken (counted in hdr->skipped).
+ */
+uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames);
+
+/* What START and POST change. Strings are borrowed; NULL leaves the field. */
+typedef struct cc__fr_update {
+    uint32_t state;      /* CC__FR_STARTED, or an end state for POST */
+    int32_t status;      /* POST only */
+    uint64_t t_start_ns; /* 0 leaves the field */
+    uint64_t t_end_ns;   /* POST only */
+    uint32_t tid;
+    uint32_t add_flags; /* CC__FR_EF_* to set */
+    const char *algorithm;
+    const char *transport;
+} cc__fr_update_t;
+
+/*
+ * START / POST of record `rid`. The update lands only if the slot still holds
+ * `rid` (a reused slot is left alone) and, for START, only while the entry is
+ * still SCHEDULED. Returns the entry's comm slot (>= 0, or CC__FR_NO_COMM),
+ * or -1 when the update was dropped (counted in hdr->dropped).
+ */
+int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u);
+
+/*
+ * ABORT: set CC__FR_EF_ABORT_SEEN on every unfinished entry of `comm_id`.
+ * Async-signal-safe (atomics only, bounded spins). Returns entries marked.
+ */
+unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id);
+
+/* The end state of an op that finished with `status`. */
+uint32_t cc__fr_state_of_status(int status);
+
+/*
+ * The process's open ring (recorder.c), held against cc__recorder_close
+ * until cc__recorder_ring_release; NULL (nothing held) when the recorder is
+ * off. Off the op path.
+ */
+cc__fr_ring_t *cc__recorder_ring_hold(void);
+void cc__recorder_ring_release(void);
+
+/* Relaxed atomic word copies between process memory and the mapping. */
+void cc__fr_store_words(void *dst, const void *src, size_t bytes);
+void cc__fr_load_words(void *dst, const void *src, size_t bytes);
+
+#endif /* CC_RECORDER_RING_H */

@@ -1,0 +1,1 @@
+check valid/abort.log valid/escapes.log

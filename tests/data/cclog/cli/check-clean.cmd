@@ -1,0 +1,1 @@
+check valid/basic.log valid/split.log

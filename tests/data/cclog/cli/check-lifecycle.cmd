@@ -1,0 +1,1 @@
+check valid/lifecycle.log valid/nothing.log

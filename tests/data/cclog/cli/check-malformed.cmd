@@ -1,0 +1,1 @@
+check invalid/bad-lines.log

@@ -1,0 +1,1 @@
+check invalid/not-clog.log valid/basic.log

@@ -1,0 +1,1 @@
+filter valid/abort.log --event A

@@ -1,0 +1,1 @@
+filter valid/basic.log --event Q,Z

@@ -1,0 +1,1 @@
+filter valid/split.log valid/abort.log --comm world

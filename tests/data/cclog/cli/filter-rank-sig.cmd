@@ -1,0 +1,1 @@
+filter valid/hang-r0.log valid/hang-r1.log valid/hang-r2.log valid/hang-r3.log --rank 2,3 --sig 2

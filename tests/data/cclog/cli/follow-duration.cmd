@@ -1,0 +1,1 @@
+follow --duration 0.3 --interval 50 valid/split.log

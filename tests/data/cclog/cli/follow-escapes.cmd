@@ -1,0 +1,1 @@
+follow --no-wait valid/escapes.log

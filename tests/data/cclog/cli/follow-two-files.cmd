@@ -1,0 +1,1 @@
+follow valid/basic.log valid/abort.log

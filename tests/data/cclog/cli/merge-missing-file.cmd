@@ -1,0 +1,1 @@
+merge valid/basic.log valid/does-not-exist.log

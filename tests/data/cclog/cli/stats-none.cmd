@@ -1,0 +1,1 @@
+stats valid/lifecycle.log

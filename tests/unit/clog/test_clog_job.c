@@ -1,0 +1,208 @@
+/*
+ * test_clog_job.c - clog in real jobs (forked ranks, the real op door and
+ * hook chains), read back with cclog's parser and commands:
+ *  - CCOMM_CLOG=..%r.. gives one file per rank with new_comm, split, sig,
+ *    Q/S/E/W lines and END at exit; cclog check finds nothing wrong;
+ *  - the public API attaches a logger to one comm, refuses double attaches,
+ *    and an op that times out leaves its A line on disk although the rank
+ *    then dies with _exit (the abort hook flushed);
+ *  - a bad CCOMM_CLOG or CCOMM_CLOG_EVENTS turns clog off, not the job.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cclog.h"
+#include "clog_test_util.h"
+#include "mp.h"
+
+static char g_pat[128]; /* CCOMM_CLOG=... of the current test */
+
+static int job_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL, *child = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    float x = 1, y = 0;
+    CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    cc_work_t *w = NULL;
+    CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, &w) == CC_OK, "async");
+    CC_TEST_REQUIRE(cc_work_wait(w, -1) == CC_OK, "wait");
+    cc_work_free(w);
+    if (size > 1) {
+        int v = rank;
+        cc_status_t st = rank == 0   ? cc_send(comm, &v, 1, CC_INT32, 1, NULL, NULL)
+                         : rank == 1 ? cc_recv(comm, &v, 1, CC_INT32, 0, NULL, NULL)
+                                     : CC_OK;
+        CC_TEST_REQUIRE(st == CC_OK, "p2p %s", cc_status_name(st));
+    }
+    CC_TEST_REQUIRE(cc_comm_split(comm, 0, rank, NULL, &child) == CC_OK, "split");
+    CC_TEST_REQUIRE(cc_barrier(child, NULL, NULL) == CC_OK, "barrier");
+    cc_comm_destroy(child);
+    cc_comm_destroy(comm);
+    exit(0); /* not the harness's _exit: the exit handler writes the rest and END */
+}
+
+static int count(const cl_log_t *log, enum cl_kind kind, char ev)
+{
+    int k = 0;
+    for (size_t i = 0; i < log->nentries; i++)
+        k += log->entries[i].kind == kind && (!ev || log->entries[i].ev == ev);
+    return k;
+}
+
+/* Run cclog on files; returns its exit status and its stdout in *out (free it). */
+static int cclog(char **out, int argc, char **argv)
+{
+    size_t len;
+    FILE *o = open_memstream(out, &len), *e = fopen("/dev/null", "w");
+    int rc = cclog_main(argc, argv, o, e);
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+static void env_job(int n)
+{
+    snprintf(g_pat, sizeof(g_pat), "CCOMM_CLOG=%s/job%d.%%r.log", tmpdir_make(), n);
+    const char *env[] = {g_pat, "CCOMM_CLOG_EVENTS=ALL", NULL};
+    assert_int_equal(cc_test_fork_ranks(n, job_rank, NULL, 60, env, NULL), 0);
+    char paths[8][256], *argv[12] = {"cclog", "check"};
+    for (int r = 0; r < n; r++) {
+        snprintf(paths[r], sizeof(paths[r]), "%s/job%d.%d.log", tmpdir_make(), n, r);
+        argv[2 + r] = paths[r];
+        cl_log_t *log = cl_log_load(paths[r], stderr);
+        assert_non_null(log);
+        assert_false(log->unusable);
+        assert_int_equal(log->nerrors, 0);
+        assert_int_equal(log->rank, r);
+        assert_true(log->end_seen);
+        assert_int_equal(log->dropped, 0);
+        assert_int_equal(count(log, CL_NEW_COMM, 0), 2); /* world and its child */
+        assert_int_equal(count(log, CL_SPLIT, 0), 1);
+        assert_int_equal(count(log, CL_END_COMM, 0), 2);
+        int ops = 3 + (n > 1 && r < 2); /* 2 allreduce, barrier, p2p on ranks 0 and 1 */
+        assert_int_equal(count(log, CL_EVENT, 'Q'), ops);
+        assert_int_equal(count(log, CL_EVENT, 'S'), ops);
+        assert_int_equal(count(log, CL_EVENT, 'E'), ops);
+        assert_int_equal(count(log, CL_EVENT, 'W'), 1);
+        assert_int_equal(log->nsig, (uint32_t)ops - 1); /* the two allreduces share one */
+        for (size_t i = 0; i < log->nentries; i++)
+            if (log->entries[i].kind == CL_SPLIT) {
+                char want[32];
+                snprintf(want, sizeof(want), "|ranks=%s|", n == 1 ? "0" : "0-1");
+                assert_non_null(strstr(log->entries[i].text, want));
+            }
+        cl_log_free(log);
+    }
+    char *out = NULL;
+    int rc = cclog(&out, 2 + n, argv);
+    if (rc) fprintf(stderr, "%s", out);
+    assert_int_equal(rc, 0);
+    free(out);
+}
+
+static void test_env_one_rank(void **state)
+{
+    (void)state;
+    env_job(1);
+}
+
+static void test_env_two_ranks(void **state)
+{
+    (void)state;
+    env_job(2);
+}
+
+static int api_rank(int rank, int size, const char *addr, void *arg)
+{
+    const char *path = arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    cc_clog_t *lg = NULL;
+    cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
+    conf.rank = rank;
+    CC_TEST_REQUIRE(cc_clog_open(path, &conf, &lg) == CC_OK, "open");
+    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach");
+    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_ERR_INVALID_USAGE, "attached twice");
+    CC_TEST_REQUIRE(cc_clog_attach(lg, NULL) == CC_ERR_INVALID_USAGE, "all and one");
+    CC_TEST_REQUIRE(cc_clog_detach(lg, comm) == CC_OK, "detach");
+    CC_TEST_REQUIRE(cc_clog_detach(lg, comm) == CC_ERR_NOT_FOUND, "detach twice");
+    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach again");
+    /* Nobody sends: the recv times out, the comm aborts, the abort hook flushes. */
+    int v = 0;
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = 300;
+    cc_status_t st = cc_recv(comm, &v, 1, CC_INT32, 0, &o, NULL);
+    CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT, "recv %s", cc_status_name(st));
+    /* The abort chain may still be running on the watchdog: let it finish. */
+    for (int i = 0; i < 200 && cc_comm_get_error(comm) == CC_OK; i++)
+        usleep(10000);
+    usleep(100000);
+    _exit(0); /* no close, no exit handler: only what the abort flushed is there */
+}
+
+static void test_api_abort_flush(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof(path), "%s/api.log", tmpdir_make());
+    assert_int_equal(cc_test_fork_ranks(1, api_rank, path, 60, NULL, NULL), 0);
+    int n;
+    char **l = read_lines(path, &n);
+    int aborts = 0, ends = 0;
+    for (int i = 0; i < n; i++) {
+        aborts += strstr(l[i], "|A|") && strstr(l[i], "|reason=ERR_TIMEOUT|");
+        ends += !strncmp(l[i], "END|", 4);
+    }
+    lines_free(l);
+    assert_int_equal(aborts, 1);
+    assert_int_equal(ends, 0);
+    char *out = NULL, *argv[] = {"cclog", "check", path};
+    assert_int_equal(cclog(&out, 3, argv), 1);
+    assert_non_null(strstr(out, "aborted: ERR_TIMEOUT"));
+    free(out);
+}
+
+static int plain_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void test_bad_settings_leave_the_job_alone(void **state)
+{
+    (void)state;
+    char clog[200], file[160];
+    snprintf(file, sizeof(file), "%s/never.log", tmpdir_make());
+    snprintf(clog, sizeof(clog), "CCOMM_CLOG=%s", file);
+    const char *bad_events[] = {clog, "CCOMM_CLOG_EVENTS=Q,bogus", NULL};
+    assert_int_equal(cc_test_fork_ranks(1, plain_rank, NULL, 60, bad_events, NULL), 0);
+    struct stat st;
+    assert_int_not_equal(stat(file, &st), 0);
+    const char *bad_path[] = {"CCOMM_CLOG=/nonexistent-dir/x/clog.%r.log", NULL};
+    assert_int_equal(cc_test_fork_ranks(1, plain_rank, NULL, 60, bad_path, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_one_rank),
+        cmocka_unit_test(test_env_two_ranks),
+        cmocka_unit_test(test_api_abort_flush),
+        cmocka_unit_test(test_bad_settings_leave_the_job_alone),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    tmpdir_remove();
+    return failed;
+}

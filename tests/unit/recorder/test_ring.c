@@ -1,0 +1,318 @@
+/*
+ * test_ring.c - the ring's transitions: states, wrap-around, late updates
+ * after reuse, abort marking, pg_status, the fatal-signal mark, and the
+ * recorder turned off.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "rec_util.h"
+#include "recorder/comms.h"
+
+static const int32_t world2[2] = {0, 1};
+
+static const cc__fr_entry_t *find_op(const cc__fr_snapshot_t *s, uint64_t op_id)
+{
+    for (uint32_t i = 0; i < s->nentries; i++)
+        if (cc__fr_snap_entry(s, i)->op_id == op_id) return cc__fr_snap_entry(s, i);
+    return NULL;
+}
+
+static void test_states(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(64, 0), CC_OK);
+    assert_non_null(cc__recorder_path());
+    assert_int_equal(cc__recorder_add_comm(7, 0, "world", 0, 2, world2), 0);
+    cc__op_t a, b, c, d, e, f;
+    rec_op(&a, CC_OP_ALLREDUCE, 7, 1, 1);
+    rec_run(&a, CC_OK);
+    rec_op(&b, CC_OP_ALLREDUCE, 7, 2, 2);
+    rec_run(&b, CC_ERR_TIMEOUT);
+    rec_op(&c, CC_OP_ALLREDUCE, 7, 3, 3);
+    rec_run(&c, CC_ERR_ABORTED);
+    rec_op(&d, CC_OP_SEND, 7, 4, 1);
+    rec_run(&d, CC_ERR_PEER_LOST);
+    rec_op(&e, CC_OP_BROADCAST, 7, 5, 4);
+    cc__recorder_on_pre(&e.info, NULL);
+    assert_int_not_equal(e.rec_id, 0);
+    rec_op(&f, CC_OP_BARRIER, 7, 6, 5);
+    cc__recorder_on_pre(&f.info, NULL);
+    cc__recorder_on_start(&f.info, NULL);
+
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->nentries, 6);
+    assert_int_equal(s->ntorn + s->ncorrupt, 0);
+    assert_int_equal(find_op(s, 1)->state, CC__FR_COMPLETED);
+    assert_int_equal(find_op(s, 2)->state, CC__FR_TIMED_OUT);
+    assert_int_equal(find_op(s, 3)->state, CC__FR_ABORTED);
+    assert_int_equal(find_op(s, 4)->state, CC__FR_FAILED);
+    assert_int_equal(find_op(s, 4)->status, CC_ERR_PEER_LOST);
+    assert_int_equal(find_op(s, 5)->state, CC__FR_SCHEDULED);
+    assert_int_equal(find_op(s, 6)->state, CC__FR_STARTED);
+    const cc__fr_entry_t *x = find_op(s, 1);
+    assert_string_equal(x->algorithm, "ring");
+    assert_string_equal(x->transport, "shm");
+    assert_string_equal(x->engine, "native");
+    assert_int_equal(x->in_count, 1024);
+    assert_int_equal(x->tid, (uint32_t)gettid());
+    assert_true(x->t_enqueue_ns > 0 && x->t_start_ns >= x->t_enqueue_ns);
+    assert_true(x->t_end_ns >= x->t_start_ns);
+    assert_int_equal(x->comm_slot, 0);
+    /* pg_status: enqueued up to 5, started up to 5 (barrier), completed only 1. */
+    assert_int_equal(s->ncomms, 1);
+    assert_int_equal(s->comms[0].last_enqueued, 5);
+    assert_int_equal(s->comms[0].last_started, 5);
+    assert_int_equal(s->comms[0].last_completed, 1);
+    const int32_t *wr = cc__fr_snap_comm_ranks(s, &s->comms[0]);
+    assert_non_null(wr);
+    assert_int_equal(wr[1], 1);
+    cc__fr_snapshot_free(s);
+}
+
+static void test_wrap_around(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(8, 0), CC_OK);
+    cc__op_t op;
+    for (uint64_t i = 1; i <= 20; i++) {
+        rec_op(&op, CC_OP_ALLREDUCE, 7, i, i);
+        rec_run(&op, CC_OK);
+        assert_int_equal(op.rec_id, i);
+    }
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->nentries, 8);
+    assert_int_equal(s->hdr.next_record_id, 20);
+    for (uint32_t i = 0; i < 8; i++) {
+        assert_int_equal(cc__fr_snap_entry(s, i)->record_id, 13 + i);
+        assert_int_equal(cc__fr_snap_entry(s, i)->op_id, 13 + i);
+    }
+    cc__fr_snapshot_free(s);
+}
+
+/* A capacity that is not a power of two takes the modulo path. */
+static void test_odd_capacity(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(5, 0), CC_OK);
+    cc__op_t op;
+    for (uint64_t i = 1; i <= 12; i++) {
+        rec_op(&op, CC_OP_ALLREDUCE, 7, i, i);
+        rec_run(&op, CC_OK);
+    }
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->nentries, 5);
+    assert_int_equal(s->ncorrupt, 0);
+    assert_int_equal(cc__fr_snap_entry(s, 0)->record_id, 8);
+    assert_int_equal(cc__fr_snap_entry(s, 4)->record_id, 12);
+    cc__fr_snapshot_free(s);
+}
+
+static void test_late_update_dropped(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(4, 0), CC_OK);
+    cc__op_t late, op;
+    rec_op(&late, CC_OP_ALLREDUCE, 7, 100, 1);
+    cc__recorder_on_pre(&late.info, NULL);
+    assert_int_equal(late.rec_id, 1);
+    /* Four more PREs: record 5 takes slot 0, the late op's slot. */
+    for (uint64_t i = 2; i <= 5; i++) {
+        rec_op(&op, CC_OP_ALLREDUCE, 7, 100 + i, i);
+        cc__recorder_on_pre(&op.info, NULL);
+    }
+    late.info.algorithm = "late";
+    cc__recorder_on_start(&late.info, NULL);
+    late.info.status = CC_ERR_TIMEOUT;
+    cc__recorder_on_post(&late.info, NULL);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->hdr.dropped, 2);
+    assert_null(find_op(s, 100));
+    const cc__fr_entry_t *e = find_op(s, 105);
+    assert_non_null(e);
+    assert_int_equal(e->record_id, 5);
+    assert_int_equal(e->state, CC__FR_SCHEDULED);
+    assert_int_equal(e->status, CC_INPROGRESS);
+    assert_int_equal(e->t_start_ns, 0);
+    assert_string_equal(e->algorithm, "");
+    cc__fr_snapshot_free(s);
+}
+
+static void test_abort_marks_unfinished(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(64, 0), CC_OK);
+    cc__recorder_add_comm(7, 0, "world", 0, 2, world2);
+    cc__recorder_add_comm(8, 7, "world.1", 0, 2, world2);
+    cc__op_t done, sched, started, other;
+    rec_op(&done, CC_OP_ALLREDUCE, 7, 1, 1);
+    rec_run(&done, CC_OK);
+    rec_op(&sched, CC_OP_ALLREDUCE, 7, 2, 2);
+    cc__recorder_on_pre(&sched.info, NULL);
+    rec_op(&started, CC_OP_SEND, 7, 3, 1);
+    cc__recorder_on_pre(&started.info, NULL);
+    cc__recorder_on_start(&started.info, NULL);
+    rec_op(&other, CC_OP_ALLREDUCE, 8, 4, 1);
+    cc__recorder_on_pre(&other.info, NULL);
+    cc_abort_info_t ab = {NULL, 7, "world", 0, 2, CC_ERR_TIMEOUT, "op 2 timed out", NULL, 0};
+    cc__recorder_on_abort(&ab, NULL);
+    /* The core then fails the pending ops. */
+    started.info.status = CC_ERR_ABORTED;
+    cc__recorder_on_post(&started.info, NULL);
+
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(find_op(s, 1)->flags & CC__FR_EF_ABORT_SEEN, 0);
+    assert_int_not_equal(find_op(s, 2)->flags & CC__FR_EF_ABORT_SEEN, 0);
+    assert_int_equal(find_op(s, 2)->state, CC__FR_SCHEDULED);
+    assert_int_not_equal(find_op(s, 3)->flags & CC__FR_EF_ABORT_SEEN, 0);
+    assert_int_equal(find_op(s, 3)->state, CC__FR_ABORTED);
+    assert_int_equal(find_op(s, 4)->flags & CC__FR_EF_ABORT_SEEN, 0);
+    assert_int_equal(s->ncomms, 2);
+    assert_true(s->comms[0].flags & CC__FR_CF_ABORTED);
+    assert_int_equal(s->comms[0].abort_reason, CC_ERR_TIMEOUT);
+    assert_false(s->comms[1].flags & CC__FR_CF_ABORTED);
+    cc__fr_snapshot_free(s);
+}
+
+static void on_signal(int signo)
+{
+    cc__recorder_mark_signal(signo); /* from a real handler: async-signal-safe */
+}
+
+static void test_fatal_signal_mark(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->hdr.fatal_signal, 0);
+    cc__fr_snapshot_free(s);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGUSR1, &sa, &old);
+    raise(SIGUSR1);
+    sigaction(SIGUSR1, &old, NULL);
+    s = rec_snapshot();
+    assert_int_equal(s->hdr.fatal_signal, SIGUSR1);
+    assert_true(s->hdr.fatal_signal_ns >= s->hdr.monotonic_base_ns);
+    cc__fr_snapshot_free(s);
+}
+
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    cc__op_t init, op, destroy;
+    rec_op(&init, CC_OP_COMM_INIT, 9, 1, 0);
+    init.info.comm_name = "world.2";
+    init.info.parent_comm_id = 7;
+    rec_run(&init, CC_OK);
+    rec_op(&op, CC_OP_ALLREDUCE, 9, 2, 1);
+    rec_run(&op, CC_OK);
+    rec_op(&destroy, CC_OP_COMM_DESTROY, 9, 3, 0);
+    rec_run(&destroy, CC_OK);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->ncomms, 1);
+    assert_string_equal(s->comms[0].name, "world.2");
+    assert_int_equal(s->comms[0].parent_id, 7);
+    assert_true(s->comms[0].flags & CC__FR_CF_DESTROYED);
+    assert_true(s->nmodules > 0); /* the module table is filled at open */
+    assert_int_equal(find_op(s, 2)->comm_slot, 0);
+    cc__fr_snapshot_free(s);
+}
+
+/* Tables full: the op path goes on, entries just lack a comm record. */
+static void test_tables_full(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof(path), "%s/small.ccfr", rec_dir);
+    cc__fr_ring_params_t p = {.capacity = 8,
+                              .comm_capacity = 2,
+                              .rank_capacity = 4,
+                              .rank = 0,
+                              .world_size = 2,
+                              .host = "h",
+                              .job_id = "j"};
+    cc__fr_ring_t *r = NULL;
+    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    const int32_t eight[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    cc__fr_comm_desc_t a = {1, 0, "a", 2, 0, -1, world2}, b = {2, 0, "b", 8, 0, -1, eight},
+                       c = {3, 0, "c", 2, 0, -1, world2};
+    assert_int_equal(cc__fr_comm_add(r, &a), 0);
+    assert_int_equal(cc__fr_comm_add(r, &b), 1); /* 8 members do not fit 4 - 2 */
+    assert_int_equal(cc__fr_comm_add(r, &c), -1);
+    assert_int_equal(cc__fr_comm_add(r, &a), 0); /* known: same slot */
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 3, 1, 1);
+    cc__fr_entry_t e;
+    cc__fr_entry_fill(&e, &op.info, cc__fr_comm_find(3), 1, 5);
+    assert_int_equal(cc__fr_ring_pre(r, &e, NULL), 1);
+    cc__fr_ring_destroy(r);
+    cc__fr_comm_reset();
+
+    cc__fr_reader_t *rd = NULL;
+    cc__fr_snapshot_t *s = NULL;
+    assert_int_equal(cc__fr_reader_open(path, &rd, NULL, 0), CC_OK);
+    assert_int_equal(cc__fr_reader_snapshot(rd, &s, NULL, 0), CC_OK);
+    assert_int_equal(s->ncomms, 2);
+    assert_true(s->comms[1].flags & CC__FR_CF_RANKS_FULL);
+    assert_null(cc__fr_snap_comm_ranks(s, &s->comms[1]));
+    assert_int_equal(cc__fr_snap_comm_ranks(s, &s->comms[0])[1], 1);
+    assert_int_equal(s->nentries, 1);
+    assert_int_equal(cc__fr_snap_entry(s, 0)->comm_slot, CC__FR_NO_COMM);
+    assert_null(cc__fr_snap_comm(s, cc__fr_snap_entry(s, 0)));
+    cc__fr_snapshot_free(s);
+    cc__fr_reader_close(rd);
+}
+
+static void test_recorder_off(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(0, 0), CC_OK);
+    assert_null(cc__recorder_path());
+    assert_null(cc_recorder_ring_path());
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 1);
+    op.rec_id = 42; /* stale scratch must be cleared */
+    rec_run(&op, CC_OK);
+    assert_int_equal(op.rec_id, 0);
+    assert_int_equal(cc_recorder_dump(NULL), CC_ERR_INVALID_USAGE);
+    cc__recorder_mark_signal(SIGSEGV); /* harmless when off */
+    char sub[320];
+    snprintf(sub, sizeof(sub), "%s/rings", rec_dir);
+    assert_int_not_equal(access(sub, F_OK), 0); /* nothing was created */
+}
+
+static void test_bad_open(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(-5, 0), CC_ERR_INVALID_ARG);
+    assert_null(cc__recorder_path());
+    setenv("CCOMM_RECORDER_ENTRIES", "16", 1);
+    cc__config_reload();
+    assert_int_equal(cc__recorder_open(3, 2, "x"), CC_ERR_INVALID_ARG);
+    assert_int_equal(cc__recorder_open(0, 2, "../../evil/job"), CC_OK);
+    assert_non_null(strstr(cc__recorder_path(), "/.._.._evil_job/rank0."));
+    assert_int_equal(cc__recorder_open(0, 2, "again"), CC_ERR_INVALID_USAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_states, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_around, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_odd_capacity, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_late_update_dropped, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_abort_marks_unfinished, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_fatal_signal_mark, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_lifecycle, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
