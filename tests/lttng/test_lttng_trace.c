@@ -504,6 +504,25 @@ static void test_op_ids_match_recorder(void **state)
     }
 }
 
+static void expect_substr(const tr_event_t *e, const char *key, const char *part)
+{
+    char buf[512] = "";
+    if (!tr_field(e, key, buf, sizeof(buf)) || !strstr(buf, part))
+        fail_msg("%s.%s is \"%s\", expected to contain \"%s\"", e->name, key, buf, part);
+}
+
+/* The n-th recorder_dump of process p is the rank's cc_recorder_dump to <dir>/<tag>-rank<r>.json.
+ */
+static void expect_dump_call(long p, const char *tag, int r, int n)
+{
+    char want[PATH_MAX];
+    snprintf(want, sizeof(want), "%s/%s-rank%d.json", g.dir, tag, r);
+    const tr_event_t *d = need(p, "recorder_dump", NULL, NULL, n);
+    EXPECT_FIELD(d, "reason", "cc_recorder_dump");
+    EXPECT_FIELD(d, "path", want);
+    EXPECT_FIELD(d, "status", "OK");
+}
+
 /* The hang path: the op that timed out, the abort it caused, the dumps. */
 static void test_hang_path(void **state)
 {
@@ -529,20 +548,36 @@ static void test_hang_path(void **state)
     assert_true(tr_field(a, "message", msg, sizeof(msg)) && msg[0]);
     assert_int_equal(count(r1->pid, "watchdog_timeout", NULL, NULL), 0);
     if (!tj_have_recorder()) return;
-    /* Rank 0 dumps on its abort; rank 1 on the job-wide request. */
-    const tr_event_t *d0 = need(r0->pid, "recorder_dump", NULL, NULL, 0);
-    const tr_event_t *d1 = need(r1->pid, "recorder_dump", NULL, NULL, 0);
-    EXPECT_FIELD(d0, "status", "OK");
-    EXPECT_FIELD(d1, "status", "OK");
-    char path[512];
-    assert_true(tr_field(d0, "path", path, sizeof(path)) && strstr(path, "/rank0.json"));
-    assert_true(tr_field(d1, "path", path, sizeof(path)) && strstr(path, "/rank1.json"));
+    /* Rank 0 dumps on its abort, rank 1 on the job-wide request (the watchdog,
+     * first), then each through cc_recorder_dump at the end of its job. */
+    for (int r = 0; r < TJ_HANG_RANKS; r++) {
+        long p = g.hang[r].pid;
+        char want[64];
+        assert_int_equal(count(p, "recorder_dump", NULL, NULL), 2);
+        const tr_event_t *w0 = need(p, "recorder_dump", NULL, NULL, 0);
+        EXPECT_FIELD(w0, "status", "OK");
+        snprintf(want, sizeof(want), "/rank%d.json", r);
+        expect_substr(w0, "path", want);
+        expect_substr(w0, "reason", r == 0 ? "aborted on rank 0" : "requested by the job");
+        expect_dump_call(p, "hang", r, 1);
+    }
+}
+
+/* Each job rank's own dump call at the end, and no other dump. */
+static void test_dump_calls(void **state)
+{
+    (void)state;
+    if (!tj_have_recorder()) skip();
+    for (int r = 0; r < TJ_JOB_RANKS; r++) {
+        assert_int_equal(count(g.job[r].pid, "recorder_dump", NULL, NULL), 1);
+        expect_dump_call(g.job[r].pid, "job", r, 0);
+    }
 }
 
 static const struct CMUnitTest trace_tests[] = {
     cmocka_unit_test(test_lifecycle),          cmocka_unit_test(test_op_events),
     cmocka_unit_test(test_op_ids_match_hooks), cmocka_unit_test(test_op_ids_match_recorder),
-    cmocka_unit_test(test_hang_path),
+    cmocka_unit_test(test_hang_path),          cmocka_unit_test(test_dump_calls),
 };
 
 int main(void)
