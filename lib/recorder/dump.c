@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "config.h"
 #include "dump.h"
+#include "fsutil.h"
 #include "log.h"
 #include "lttng.h"
 #include "opclass.h"
@@ -384,7 +385,7 @@ static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
                      cc__cfg()->dump_dir);
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(cc__fr_mkdirs(dir));
+    CC_CHECK(cc__mkdirs(dir, 0700, CC_SUBSYS_RECORDER));
     for (unsigned k = 0; k < 100000; k++) {
         int m = k ? snprintf(path, cap, "%s/rank%d.%u.json", dir, r->hdr->rank, k)
                   : snprintf(path, cap, "%s/rank%d.json", dir, r->hdr->rank);
