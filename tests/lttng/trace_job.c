@@ -29,10 +29,6 @@ static tj_rank_t g_me; /* this rank's record */
 static _Atomic int g_nops;
 static cc_hook_handle_t g_hook;
 static const char *g_dir; /* where ranks write: the rank's `arg` (ranks are exec'd anew) */
-/* The handles stay referenced after destroy: the core keeps a destroyed comm's
- * shell on purpose (stale handles are detected), which LeakSanitizer would
- * otherwise report in a rank that issued no op. */
-static cc_comm_t *volatile g_world, *volatile g_half;
 
 static void on_post(const cc_op_info_t *op, void *user)
 {
@@ -101,7 +97,6 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL, *half = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
-    g_world = world;
     g_me.world_id = cc_comm_id(world);
     static float in[1024], out[1024];
     for (int i = 0; i < 1024; i++)
@@ -115,7 +110,6 @@ static int job_rank(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(cc_barrier(world, NULL, NULL) == CC_OK, "barrier");
     if (ring(world, rank, size)) return 1;
     CC_TEST_REQUIRE(cc_comm_split(world, rank % 2, rank, NULL, &half) == CC_OK, "split");
-    g_half = half;
     g_me.half_id = cc_comm_id(half);
     int64_t v[3] = {rank, -rank, 7}, m[3];
     CC_TEST_REQUIRE(cc_allreduce(half, v, m, 3, CC_INT64, CC_MAX, NULL, NULL) == CC_OK, "half");
@@ -131,7 +125,6 @@ static int hang_rank(int rank, int size, const char *addr, void *arg)
     if (begin(rank, arg)) return 1;
     cc_comm_t *world = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&world, rank, size, addr, NULL) == CC_OK, "init");
-    g_world = world;
     g_me.world_id = cc_comm_id(world);
     if (rank == 0) {
         cc_op_opts_t o = CC_OP_OPTS_INIT;
