@@ -273,7 +273,7 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
     wd.hb_changed_ns = calloc((size_t)size, sizeof(uint64_t));
     wd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) goto fail;
-    if (cc__store_connect(world->store_addr, cc__cfg()->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
+    if (cc__store_connect(world->store_addr, world->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
         goto fail;
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
     cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
