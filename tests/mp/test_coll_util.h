@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "ccomm/ccomm.h"
+#include "mp.h"
 
 /* The counts of the matrix; TC_BIG is 1M + 3 elements. */
 #define TC_BIG ((size_t)(1u << 20) + 3)
