@@ -109,6 +109,7 @@ cc__req_t *cc__native_reqs(cc__native_t *nc, int n)
 cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t deadline_ns)
 {
     int k = 0;
+    if (n <= 0) return CC_OK;
     /* reqs lies in the pool (or is a single request of the caller's): collect the posted ones. */
     cc__req_t *one[1];
     cc__req_t **p = n == 1 ? one : nc->reqp + (reqs - nc->reqs);
