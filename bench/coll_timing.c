@@ -81,12 +81,14 @@ int main(int argc, char **argv)
     cc_hook_add_post(c, on_post, NULL, 0, &h);
     int rank = cc_comm_rank(c);
     float *s = calloc(hi / 4 + 16, 4), *r = calloc(hi / 4 + 16, 4);
-    if (rank == 0) printf("# %-10s %12s %10s %8s  %s\n", argv[1], "bytes", "time_us", "busbw", "algorithm");
+    if (rank == 0)
+        printf("# %-10s %12s %10s %8s  %s\n", argv[1], "bytes", "time_us", "busbw", "algorithm");
     for (size_t b = lo; b <= hi; b *= 4) {
         size_t count = b / 4 ? b / 4 : 1;
         double factor, t;
         int it = b >= (16u << 20) ? (iters + 3) / 4 : iters;
-        for (int i = 0; i < 3; i++) run(c, argv[1], s, r, count, &factor);
+        for (int i = 0; i < 3; i++)
+            run(c, argv[1], s, r, count, &factor);
         cc_barrier(c, NULL, NULL);
         double t0 = now();
         for (int i = 0; i < it; i++)

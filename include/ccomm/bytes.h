@@ -56,8 +56,7 @@ CC_API void cc_bytes_free(cc_bytes_t *bytes);
  * from rank r.
  */
 CC_API cc_status_t cc_allgather_bytes(cc_comm_t *comm, const void *buf, size_t len,
-                                      const cc_op_opts_t *opts, cc_bytes_t **out,
-                                      cc_work_t **work);
+                                      const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work);
 
 /*
  * cc_broadcast_bytes - the root's len bytes at buf reach every rank: *out
@@ -65,8 +64,7 @@ CC_API cc_status_t cc_allgather_bytes(cc_comm_t *comm, const void *buf, size_t l
  * read on the root only.
  */
 CC_API cc_status_t cc_broadcast_bytes(cc_comm_t *comm, const void *buf, size_t len, int root,
-                                      const cc_op_opts_t *opts, cc_bytes_t **out,
-                                      cc_work_t **work);
+                                      const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work);
 
 /*
  * cc_gather_bytes - every rank's len bytes reach the root: there *out holds

@@ -158,9 +158,9 @@ CC_API cc_status_t cc_alltoallv(cc_comm_t *comm, const void *sendbuf, void *recv
  * recvbuf, rank r's at element r x sendcount. recvbuf is used on the root
  * only. In place: sendbuf == recvbuf + root x sendcount on the root.
  */
-CC_API cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
-                             size_t sendcount, cc_dtype_t dtype, int root,
-                             const cc_op_opts_t *opts, cc_work_t **work);
+CC_API cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                             cc_dtype_t dtype, int root, const cc_op_opts_t *opts,
+                             cc_work_t **work);
 
 /*
  * cc_gatherv - as cc_gather with a count per rank: rank r sends sendcount
@@ -169,19 +169,18 @@ CC_API cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf
  * the root only (others may pass NULL); displs NULL packs in rank order. In
  * place on the root: sendbuf == recvbuf + displs[root].
  */
-CC_API cc_status_t cc_gatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
-                              size_t sendcount, const size_t *recvcounts, const size_t *displs,
-                              cc_dtype_t dtype, int root, const cc_op_opts_t *opts,
-                              cc_work_t **work);
+CC_API cc_status_t cc_gatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                              const size_t *recvcounts, const size_t *displs, cc_dtype_t dtype,
+                              int root, const cc_op_opts_t *opts, cc_work_t **work);
 
 /*
  * cc_scatter - block r of the root's sendbuf (recvcount elements at r x
  * recvcount) lands in rank r's recvbuf. sendbuf is read on the root only.
  * In place: recvbuf == sendbuf + root x recvcount on the root.
  */
-CC_API cc_status_t cc_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
-                              size_t recvcount, cc_dtype_t dtype, int root,
-                              const cc_op_opts_t *opts, cc_work_t **work);
+CC_API cc_status_t cc_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+                              cc_dtype_t dtype, int root, const cc_op_opts_t *opts,
+                              cc_work_t **work);
 
 /*
  * cc_scatterv - as cc_scatter with a count per rank: sendcounts[r] elements

@@ -77,8 +77,8 @@ CC_API cc_status_t cc_group_end(const cc_op_opts_t *opts, cc_work_t **work);
  */
 CC_API cc_status_t cc_allreduce_coalesced(cc_comm_t *comm, const void *const *sendbufs,
                                           void *const *recvbufs, const size_t *counts, int nbufs,
-                                          cc_dtype_t dtype, cc_redop_t op,
-                                          const cc_op_opts_t *opts, cc_work_t **work);
+                                          cc_dtype_t dtype, cc_redop_t op, const cc_op_opts_t *opts,
+                                          cc_work_t **work);
 
 /* cc_broadcast_coalesced - cc_broadcast of nbufs buffers from `root` in one operation. */
 CC_API cc_status_t cc_broadcast_coalesced(cc_comm_t *comm, const void *const *sendbufs,

@@ -24,7 +24,8 @@ cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **wo
     if (cc__group_active()) {
         if (op->info.type == CC_OP_SEND || op->info.type == CC_OP_RECV)
             return cc__group_hold(op, opts, work);
-        cc_log_error(CC_SUBSYS_CORE, "%s on communicator %s inside a group: only cc_send and "
+        cc_log_error(CC_SUBSYS_CORE,
+                     "%s on communicator %s inside a group: only cc_send and "
                      "cc_recv may be grouped (call cc_group_end first)",
                      cc_op_type_name(op->info.type), op->comm->name);
         if (op->release) op->release(op, CC_ERR_INVALID_USAGE);
@@ -162,9 +163,9 @@ cc_status_t cc_reduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_
     return cc__api_issue(&op, opts, work);
 }
 
-cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
-                              size_t recvcount, cc_dtype_t dtype, cc_redop_t redop,
-                              const cc_op_opts_t *opts, cc_work_t **work)
+cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+                              cc_dtype_t dtype, cc_redop_t redop, const cc_op_opts_t *opts,
+                              cc_work_t **work)
 {
     static const char fn[] = "cc_reduce_scatter";
     size_t bytes;
@@ -185,18 +186,18 @@ cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbu
     return cc__api_issue(&op, opts, work);
 }
 
-cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missing,
-                                 int max_missing, int *nmissing, const cc_op_opts_t *opts,
-                                 cc_work_t **work)
+cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missing, int max_missing,
+                                 int *nmissing, const cc_op_opts_t *opts, cc_work_t **work)
 {
     static const char fn[] = "cc_monitored_barrier";
     CC_CHECK(cc__v_comm(comm, fn));
     CC_CHECK(cc__v_opts(opts, fn));
     if (timeout_ms <= 0 || timeout_ms > (int64_t)1e12 || max_missing < 0 ||
         (max_missing > 0 && !missing)) {
-        cc_log_error(CC_SUBSYS_CORE, "%s: timeout_ms %lld must be in (0, 1e12] and max_missing "
-                     "%d >= 0 with a missing array (%p)", fn, (long long)timeout_ms, max_missing,
-                     (void *)missing);
+        cc_log_error(CC_SUBSYS_CORE,
+                     "%s: timeout_ms %lld must be in (0, 1e12] and max_missing "
+                     "%d >= 0 with a missing array (%p)",
+                     fn, (long long)timeout_ms, max_missing, (void *)missing);
         return CC_ERR_INVALID_ARG;
     }
     cc__mbarrier_args_t *a = malloc(sizeof(*a));

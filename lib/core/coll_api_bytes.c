@@ -19,9 +19,12 @@ cc_bytes_t *cc__bytes_new(size_t count, const size_t *lens)
 {
     size_t head = ALIGN16(sizeof(cc_bytes_t) + 2 * count * sizeof(size_t)), data = 0, total = 0;
     for (size_t i = 0; i < count; i++)
-        if (lens[i] > (size_t)INT64_MAX - data - 16 || __builtin_add_overflow(total, lens[i], &total)) {
-            cc_log_error(CC_SUBSYS_COLL, "byte collective: %zu blobs of up to %zu bytes do not fit "
-                         "in memory", count, lens[i]);
+        if (lens[i] > (size_t)INT64_MAX - data - 16 ||
+            __builtin_add_overflow(total, lens[i], &total)) {
+            cc_log_error(CC_SUBSYS_COLL,
+                         "byte collective: %zu blobs of up to %zu bytes do not fit "
+                         "in memory",
+                         count, lens[i]);
             return NULL;
         } else {
             data += ALIGN16(lens[i]);
@@ -167,9 +170,8 @@ cc_status_t cc_gather_bytes(cc_comm_t *comm, const void *buf, size_t len, int ro
     return issue(comm, CC_OP_GATHER_BYTES, buf, len, root, -1, out, NULL, NULL, opts, work);
 }
 
-cc_status_t cc_scatter_bytes(cc_comm_t *comm, const void *const *bufs, const size_t *lens,
-                             int root, const cc_op_opts_t *opts, cc_bytes_t **out,
-                             cc_work_t **work)
+cc_status_t cc_scatter_bytes(cc_comm_t *comm, const void *const *bufs, const size_t *lens, int root,
+                             const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work)
 {
     static const char fn[] = "cc_scatter_bytes";
     CC_CHECK(cc__v_comm(comm, fn));

@@ -29,15 +29,18 @@ cc_status_t cc__v_counts(int n, const size_t *counts, const size_t *displs, cc_d
     for (int r = 0; r < n; r++) {
         size_t c = counts[r], e;
         if (c > lim || __builtin_add_overflow(sum, c, &sum) || sum > lim) {
-            cc_log_error(CC_SUBSYS_CORE, "%s: %s[%d] = %zu (a negative value?) makes the total "
-                         "overflow %zu-byte %s elements", fn, what, r, c, cc_dtype_size(dt),
-                         cc_dtype_name(dt));
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s: %s[%d] = %zu (a negative value?) makes the total "
+                         "overflow %zu-byte %s elements",
+                         fn, what, r, c, cc_dtype_size(dt), cc_dtype_name(dt));
             return CC_ERR_INVALID_ARG;
         }
         if (!displs || !c) continue;
         if (__builtin_add_overflow(displs[r], c, &e) || e > lim) {
-            cc_log_error(CC_SUBSYS_CORE, "%s: the block of rank %d (displacement %zu, %s %zu) ends "
-                         "beyond addressable memory", fn, r, displs[r], what, c);
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s: the block of rank %d (displacement %zu, %s %zu) ends "
+                         "beyond addressable memory",
+                         fn, r, displs[r], what, c);
             return CC_ERR_INVALID_ARG;
         }
         if (e > end) end = e;
@@ -71,9 +74,11 @@ cc_status_t cc__v_disjoint(int n, const size_t *counts, const size_t *displs, co
     cc_status_t st = CC_OK;
     for (int i = 1; i < k && st == CC_OK; i++) {
         if (s[i].lo >= s[i - 1].hi) continue;
-        cc_log_error(CC_SUBSYS_CORE, "%s: the %s blocks of ranks %d [%zu, %zu) and %d [%zu, %zu) "
-                     "overlap", fn, what, s[i - 1].rank, s[i - 1].lo, s[i - 1].hi, s[i].rank,
-                     s[i].lo, s[i].hi);
+        cc_log_error(CC_SUBSYS_CORE,
+                     "%s: the %s blocks of ranks %d [%zu, %zu) and %d [%zu, %zu) "
+                     "overlap",
+                     fn, what, s[i - 1].rank, s[i - 1].lo, s[i - 1].hi, s[i].rank, s[i].lo,
+                     s[i].hi);
         st = CC_ERR_INVALID_ARG;
     }
     free(s);
@@ -86,7 +91,9 @@ cc_status_t cc__v_inplace(const void *send, size_t sbytes, const void *recv, siz
     if (send && send == inplace) return CC_OK;
     uintptr_t a = (uintptr_t)send, b = (uintptr_t)recv;
     if (!send || !recv || !sbytes || !rbytes || a >= b + rbytes || b >= a + sbytes) return CC_OK;
-    cc_log_error(CC_SUBSYS_CORE, "%s: buffers [%p, +%zu) and [%p, +%zu) overlap "
-                 "(in place means sendbuf == %p exactly)", fn, send, sbytes, recv, rbytes, inplace);
+    cc_log_error(CC_SUBSYS_CORE,
+                 "%s: buffers [%p, +%zu) and [%p, +%zu) overlap "
+                 "(in place means sendbuf == %p exactly)",
+                 fn, send, sbytes, recv, rbytes, inplace);
     return CC_ERR_INVALID_ARG;
 }

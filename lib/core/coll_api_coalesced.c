@@ -57,7 +57,8 @@ static cc_status_t check_buffer(const struct co_call *c, int i, size_t *in, size
         return cc__v_inplace(s, b, r, n * b, r ? (char *)r + me : NULL, c->fn);
     case CC_OP_REDUCE_SCATTER:
         return cc__v_inplace(r, b, s, n * b, s ? (const char *)s + me : NULL, c->fn);
-    default: return sender ? cc__v_overlap(s, b, r, b, 1, c->fn) : CC_OK;
+    default:
+        return sender ? cc__v_overlap(s, b, r, b, 1, c->fn) : CC_OK;
     }
 }
 
@@ -87,14 +88,16 @@ static cc_status_t coalesced(const struct co_call *c, const cc_op_opts_t *opts, 
     if (c->redop != CC_REDOP_COUNT) CC_CHECK(cc__v_redop(c->dtype, c->redop, opts, c->fn));
     if (c->kind == CC_OP_BROADCAST) CC_CHECK(cc__v_rank(c->comm, c->root, "root", c->fn));
     int sender = c->kind != CC_OP_BROADCAST || c->comm->rank == c->root;
-    if (c->nbufs < 0 || (c->nbufs > 0 && (!c->counts || !c->recvbufs || (sender && !c->sendbufs)))) {
+    if (c->nbufs < 0 ||
+        (c->nbufs > 0 && (!c->counts || !c->recvbufs || (sender && !c->sendbufs)))) {
         cc_log_error(CC_SUBSYS_CORE, "%s: nbufs %d needs sendbufs %p, recvbufs %p and counts %p",
                      c->fn, c->nbufs, (const void *)c->sendbufs, (const void *)c->recvbufs,
                      (const void *)c->counts);
         return CC_ERR_INVALID_ARG;
     }
     size_t in = 0, out = 0;
-    for (int i = 0; i < c->nbufs; i++) CC_CHECK(check_buffer(c, i, &in, &out));
+    for (int i = 0; i < c->nbufs; i++)
+        CC_CHECK(check_buffer(c, i, &in, &out));
     cc__coalesced_args_t *a = copy_args(c);
     if (!a) return CC_ERR_NO_MEMORY;
     cc__op_t op;
@@ -116,8 +119,8 @@ cc_status_t cc_allreduce_coalesced(cc_comm_t *comm, const void *const *sendbufs,
                                    cc_dtype_t dtype, cc_redop_t op, const cc_op_opts_t *opts,
                                    cc_work_t **work)
 {
-    struct co_call c = {comm, CC_OP_ALLREDUCE, sendbufs, recvbufs, counts, nbufs, dtype, op, -1,
-                        "cc_allreduce_coalesced"};
+    struct co_call c = {comm,  CC_OP_ALLREDUCE, sendbufs, recvbufs, counts,
+                        nbufs, dtype,           op,       -1,       "cc_allreduce_coalesced"};
     return coalesced(&c, opts, work);
 }
 
@@ -126,8 +129,8 @@ cc_status_t cc_broadcast_coalesced(cc_comm_t *comm, const void *const *sendbufs,
                                    cc_dtype_t dtype, int root, const cc_op_opts_t *opts,
                                    cc_work_t **work)
 {
-    struct co_call c = {comm, CC_OP_BROADCAST, sendbufs, recvbufs, counts, nbufs, dtype,
-                        CC_REDOP_COUNT, root, "cc_broadcast_coalesced"};
+    struct co_call c = {comm,  CC_OP_BROADCAST, sendbufs,       recvbufs, counts,
+                        nbufs, dtype,           CC_REDOP_COUNT, root,     "cc_broadcast_coalesced"};
     return coalesced(&c, opts, work);
 }
 
@@ -135,8 +138,8 @@ cc_status_t cc_allgather_coalesced(cc_comm_t *comm, const void *const *sendbufs,
                                    void *const *recvbufs, const size_t *sendcounts, int nbufs,
                                    cc_dtype_t dtype, const cc_op_opts_t *opts, cc_work_t **work)
 {
-    struct co_call c = {comm, CC_OP_ALLGATHER, sendbufs, recvbufs, sendcounts, nbufs, dtype,
-                        CC_REDOP_COUNT, -1, "cc_allgather_coalesced"};
+    struct co_call c = {comm,  CC_OP_ALLGATHER, sendbufs,       recvbufs, sendcounts,
+                        nbufs, dtype,           CC_REDOP_COUNT, -1,       "cc_allgather_coalesced"};
     return coalesced(&c, opts, work);
 }
 
@@ -145,7 +148,8 @@ cc_status_t cc_reduce_scatter_coalesced(cc_comm_t *comm, const void *const *send
                                         cc_dtype_t dtype, cc_redop_t op, const cc_op_opts_t *opts,
                                         cc_work_t **work)
 {
-    struct co_call c = {comm, CC_OP_REDUCE_SCATTER, sendbufs, recvbufs, recvcounts, nbufs, dtype,
-                        op, -1, "cc_reduce_scatter_coalesced"};
+    struct co_call c = {
+        comm, CC_OP_REDUCE_SCATTER,         sendbufs, recvbufs, recvcounts, nbufs, dtype, op,
+        -1,   "cc_reduce_scatter_coalesced"};
     return coalesced(&c, opts, work);
 }

@@ -49,7 +49,8 @@ static size_t displ_of(const size_t *counts, const size_t *displs, int r)
 {
     if (displs) return displs[r];
     size_t d = 0;
-    for (int q = 0; q < r; q++) d += counts[q];
+    for (int q = 0; q < r; q++)
+        d += counts[q];
     return d;
 }
 
@@ -97,8 +98,8 @@ cc_status_t cc_allgather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
     CC_CHECK(cc__v_buf(recvbuf, sendcount, "recvbuf", fn));
     char *mine = recvbuf ? (char *)recvbuf + (size_t)comm->rank * bytes : NULL;
     CC_CHECK(cc__v_inplace(sendbuf, bytes, recvbuf, n * bytes, mine, fn));
-    cc__op_t op = describe(comm, CC_OP_ALLGATHER, dtype, -1, sendbuf, recvbuf, sendcount,
-                           n * sendcount);
+    cc__op_t op =
+        describe(comm, CC_OP_ALLGATHER, dtype, -1, sendbuf, recvbuf, sendcount, n * sendcount);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -160,8 +161,8 @@ cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_
     if (me) CC_CHECK(cc__v_buf(recvbuf, sendcount, "recvbuf (on the root)", fn));
     char *mine = me && recvbuf ? (char *)recvbuf + (size_t)root * bytes : NULL;
     if (me) CC_CHECK(cc__v_inplace(sendbuf, bytes, recvbuf, n * bytes, mine, fn));
-    cc__op_t op = describe(comm, CC_OP_GATHER, dtype, root, sendbuf, me ? recvbuf : NULL,
-                           sendcount, me ? n * sendcount : 0);
+    cc__op_t op = describe(comm, CC_OP_GATHER, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount,
+                           me ? n * sendcount : 0);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -183,8 +184,8 @@ cc_status_t cc_gatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size
         char *mine = recvbuf ? (char *)recvbuf + displ_of(recvcounts, displs, root) * es : NULL;
         CC_CHECK(cc__v_inplace(sendbuf, bytes, recvbuf, ext * es, mine, fn));
     }
-    cc__op_t op = describe(comm, CC_OP_GATHERV, dtype, root, sendbuf, me ? recvbuf : NULL,
-                           sendcount, total);
+    cc__op_t op =
+        describe(comm, CC_OP_GATHERV, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount, total);
     cc__arrays_t a = {NULL, NULL, me ? recvcounts : NULL, me ? displs : NULL};
     CC_CHECK(keep_arrays(&op, n, a, work != NULL));
     return cc__api_issue(&op, opts, work);
@@ -222,12 +223,12 @@ cc_status_t cc_scatterv(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
         CC_CHECK(cc__v_counts(n, sendcounts, displs, dtype, "sendcounts", fn, &total, &ext));
         CC_CHECK(check_own(recvcount, "recvcount", sendcounts[root], "sendcounts", root, fn));
         CC_CHECK(cc__v_buf(sendbuf, total, "sendbuf (on the root)", fn));
-        const char *mine = sendbuf ? (const char *)sendbuf + displ_of(sendcounts, displs, root) * es
-                                   : NULL;
+        const char *mine =
+            sendbuf ? (const char *)sendbuf + displ_of(sendcounts, displs, root) * es : NULL;
         CC_CHECK(cc__v_inplace(recvbuf, bytes, sendbuf, ext * es, mine, fn));
     }
-    cc__op_t op = describe(comm, CC_OP_SCATTERV, dtype, root, me ? sendbuf : NULL, recvbuf, total,
-                           recvcount);
+    cc__op_t op =
+        describe(comm, CC_OP_SCATTERV, dtype, root, me ? sendbuf : NULL, recvbuf, total, recvcount);
     cc__arrays_t a = {me ? sendcounts : NULL, me ? displs : NULL, NULL, NULL};
     CC_CHECK(keep_arrays(&op, n, a, work != NULL));
     return cc__api_issue(&op, opts, work);
@@ -243,8 +244,7 @@ cc_status_t cc_alltoall(cc_comm_t *comm, const void *sendbuf, void *recvbuf, siz
     CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
     CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
     CC_CHECK(cc__v_overlap(sendbuf, n * bytes, recvbuf, n * bytes, 1, fn));
-    cc__op_t op = describe(comm, CC_OP_ALLTOALL, dtype, -1, sendbuf, recvbuf, n * count,
-                           n * count);
+    cc__op_t op = describe(comm, CC_OP_ALLTOALL, dtype, -1, sendbuf, recvbuf, n * count, n * count);
     return cc__api_issue(&op, opts, work);
 }
 

@@ -125,16 +125,20 @@ cc_status_t cc__group_hold(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
     m->work = w;
     cc_status_t st = cc__door_admit(m, opts); /* a veto ended it already */
     if (st != CC_OK) {
-        if (w) cc__work_discard(w);
-        else free(m);
+        if (w)
+            cc__work_discard(w);
+        else
+            free(m);
         return st;
     }
     cc__group_args_t *g = h->g;
     g->members[g->n] = m;
     g->ended[g->n] = 0;
     g->heap[g->n++] = !w;
-    if (m->info.type == CC_OP_SEND) h->sent += m->info.bytes;
-    else h->received += m->info.bytes;
+    if (m->info.type == CC_OP_SEND)
+        h->sent += m->info.bytes;
+    else
+        h->received += m->info.bytes;
     if (work) *work = (cc_work_t *)w;
     return CC_OK;
 }
@@ -158,7 +162,8 @@ static cc_status_t issue_all(struct held *list, int n, const cc_op_opts_t *opts)
     cc_status_t first = CC_OK;
     cc_work_t **w = calloc((size_t)n, sizeof(*w));
     if (!w) {
-        for (int i = 0; i < n; i++) end_members(list[i].g, CC_ERR_NO_MEMORY);
+        for (int i = 0; i < n; i++)
+            end_members(list[i].g, CC_ERR_NO_MEMORY);
         return CC_ERR_NO_MEMORY;
     }
     for (int i = 0; i < n; i++) {
@@ -189,12 +194,15 @@ cc_status_t cc_group_end(const cc_op_opts_t *opts, cc_work_t **work)
     tl.ncomms = tl.cap = 0;
     cc_status_t st = cc__v_opts(opts, "cc_group_end");
     if (st == CC_OK && n > 1 && work) {
-        cc_log_error(CC_SUBSYS_CORE, "cc_group_end: the group holds ops of %d communicators; a work "
-                     "handle covers one (pass work = NULL to wait for all)", n);
+        cc_log_error(CC_SUBSYS_CORE,
+                     "cc_group_end: the group holds ops of %d communicators; a work "
+                     "handle covers one (pass work = NULL to wait for all)",
+                     n);
         st = CC_ERR_INVALID_USAGE;
     }
     if (st != CC_OK)
-        for (int i = 0; i < n; i++) end_members(list[i].g, st);
+        for (int i = 0; i < n; i++)
+            end_members(list[i].g, st);
     else if (n == 1)
         st = issue(&list[0], opts, work);
     else if (n > 1)

@@ -24,10 +24,13 @@ struct ag {
     size_t es;
     int n, r, nseg;
     uint32_t step0; /* first step number of the tags */
-    cc__req_t *rq; /* [n-1][nseg] receives, then [n-1][nseg] sends */
+    cc__req_t *rq;  /* [n-1][nseg] receives, then [n-1][nseg] sends */
 };
 
-static int blk_of(const struct ag *c, int k) { return ((c->r - k) % c->n + c->n) % c->n; }
+static int blk_of(const struct ag *c, int k)
+{
+    return ((c->r - k) % c->n + c->n) % c->n;
+}
 
 /* Piece k of block b: element offset within the block and length. */
 static int piece(const struct ag *c, int b, int k, size_t *off, size_t *len)
@@ -50,9 +53,9 @@ static cc_status_t post_recvs(struct ag *c)
     for (int s = 0; s < c->n - 1; s++) {
         int b = blk_of(c, s + 1);
         for (int k = 0; piece(c, b, k, &off, &len); k++)
-            CC_CHECK(cc__net_irecv(c->nc->net, (c->r - 1 + c->n) % c->n, cc__coll_tag(c->op, c->step0 + (uint32_t)s),
-                                   place(c, b) + off * c->es, len * c->es,
-                                   &c->rq[s * c->nseg + k]));
+            CC_CHECK(cc__net_irecv(
+                c->nc->net, (c->r - 1 + c->n) % c->n, cc__coll_tag(c->op, c->step0 + (uint32_t)s),
+                place(c, b) + off * c->es, len * c->es, &c->rq[s * c->nseg + k]));
     }
     return CC_OK;
 }
@@ -74,7 +77,8 @@ static cc_status_t run(struct ag *c, const char *own)
     CC_CHECK(post_recvs(c));
     /* Step 0 sends from wherever this rank's block is; the copy into place overlaps it. */
     const char *src = own && cnt ? (const char *)own : mine;
-    for (int k = 0; k < c->nseg; k++) CC_CHECK(post_send(c, 0, k, src));
+    for (int k = 0; k < c->nseg; k++)
+        CC_CHECK(post_send(c, 0, k, src));
     if (cnt && src != mine) memcpy(mine, src, cnt * c->es);
     size_t off, len;
     for (int s = 0; s < c->n - 1; s++) {
@@ -91,8 +95,14 @@ static cc_status_t run(struct ag *c, const char *own)
 cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, void *buf,
                                const void *own, uint32_t step0)
 {
-    struct ag c = {.nc = nc, .op = op, .blk = blk, .buf = buf, .n = nc->size, .r = nc->rank,
-                   .step0 = step0, .es = cc_dtype_size(op->info.dtype)};
+    struct ag c = {.nc = nc,
+                   .op = op,
+                   .blk = blk,
+                   .buf = buf,
+                   .n = nc->size,
+                   .r = nc->rank,
+                   .step0 = step0,
+                   .es = cc_dtype_size(op->info.dtype)};
     if (c.n == 1) {
         size_t cnt = cc__blk_count(blk, 0);
         if (own && cnt && own != place(&c, 0)) memcpy(place(&c, 0), own, cnt * c.es);
@@ -108,14 +118,12 @@ cc_status_t cc__allgather_ring(cc__native_t *nc, cc__op_t *op)
 {
     if (!op->info.in_count) return CC_OK; /* every rank passed sendcount 0 */
     cc__blocks_t blk = {.count = op->info.in_count};
-    return cc__ring_allgather(nc, op, &blk, op->info.recvbuf, op->info.sendbuf,
-                              0);
+    return cc__ring_allgather(nc, op, &blk, op->info.recvbuf, op->info.sendbuf, 0);
 }
 
 cc_status_t cc__allgatherv_ring(cc__native_t *nc, cc__op_t *op)
 {
     if (!op->info.out_count) return CC_OK; /* the counts are the same everywhere: all 0 */
     cc__blocks_t blk = {.counts = op->recv_counts, .displs = op->recv_displs};
-    return cc__ring_allgather(nc, op, &blk, op->info.recvbuf, op->info.sendbuf,
-                              0);
+    return cc__ring_allgather(nc, op, &blk, op->info.recvbuf, op->info.sendbuf, 0);
 }

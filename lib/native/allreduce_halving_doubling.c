@@ -65,7 +65,8 @@ static cc_status_t halve(struct hd *c, size_t *lo, size_t *hi)
 static cc_status_t double_back(struct hd *c, size_t lo, size_t hi)
 {
     int lvl = 0;
-    while ((1 << (lvl + 1)) <= c->p2) lvl++;
+    while ((1 << (lvl + 1)) <= c->p2)
+        lvl++;
     uint32_t step = 0x80;
     for (int mask = 1; mask < c->p2; mask <<= 1, step++) {
         lvl--;

@@ -30,8 +30,10 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
         sb = rb;
     }
     if (cc__blk_count(sb, r) != cc__blk_count(rb, r)) {
-        cc_log_error(CC_SUBSYS_COLL, "all_to_all_v: rank %d sends %zu elements to itself but "
-                     "expects %zu", r, cc__blk_count(sb, r), cc__blk_count(rb, r));
+        cc_log_error(CC_SUBSYS_COLL,
+                     "all_to_all_v: rank %d sends %zu elements to itself but "
+                     "expects %zu",
+                     r, cc__blk_count(sb, r), cc__blk_count(rb, r));
         return CC_ERR_MISMATCH;
     }
     cc__req_t *rq = cc__native_reqs(nc, 2 * n);

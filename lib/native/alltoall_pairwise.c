@@ -29,8 +29,10 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
         const char *src = sc && !inplace ? in + cc__blk_displ(sb, p) * es : dst;
         if (p == r) {
             if (sc != rc) {
-                cc_log_error(CC_SUBSYS_COLL, "all_to_all_v: rank %d sends %zu elements to itself "
-                             "but expects %zu", r, sc, rc);
+                cc_log_error(CC_SUBSYS_COLL,
+                             "all_to_all_v: rank %d sends %zu elements to itself "
+                             "but expects %zu",
+                             r, sc, rc);
                 return CC_ERR_MISMATCH;
             }
             if (rc && src != dst) memcpy(dst, src, rc * es);

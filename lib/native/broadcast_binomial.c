@@ -26,7 +26,8 @@ cc_status_t cc__broadcast_binomial(cc__native_t *nc, cc__op_t *op)
         break;
     }
     int nchild = 0;
-    for (int m = mask >> 1; m >= 1; m >>= 1) nchild += v + m < n;
+    for (int m = mask >> 1; m >= 1; m >>= 1)
+        nchild += v + m < n;
     cc__req_t *rq = nchild ? cc__native_reqs(nc, nchild) : NULL;
     if (nchild && !rq) return CC_ERR_NO_MEMORY;
     int i = 0;

@@ -20,7 +20,8 @@ cc_status_t cc__broadcast_ring(cc__native_t *nc, cc__op_t *op)
     if (!bytes) return CC_OK;
     char *buf = op->info.recvbuf;
     const char *src = v == 0 ? op->info.sendbuf : buf;
-    int segs = cc__nseg(nc, bytes, MAX_SEG), next = (nc->rank + 1) % n, prev = (nc->rank - 1 + n) % n;
+    int segs = cc__nseg(nc, bytes, MAX_SEG), next = (nc->rank + 1) % n,
+        prev = (nc->rank - 1 + n) % n;
     cc__req_t *rq = cc__native_reqs(nc, 2 * segs); /* receives, then sends */
     if (!rq) return CC_ERR_NO_MEMORY;
     uint32_t tag = cc__coll_tag(op, 0);

@@ -109,8 +109,7 @@ static cc_status_t scatter_blobs(cc__native_t *nc, cc__op_t *op, cc_bytes_t *res
     const cc__bytes_args_t *a = op->owned;
     int n = nc->size, r = nc->rank, root = op->info.root;
     uint32_t tag = cc__coll_tag(op, 0x40);
-    if (r != root)
-        return cc__net_recv(nc->net, root, tag, res->data, res->total, op->deadline_ns);
+    if (r != root) return cc__net_recv(nc->net, root, tag, res->data, res->total, op->deadline_ns);
     cc__req_t *rq = cc__native_reqs(nc, n);
     if (!rq) return CC_ERR_NO_MEMORY;
     for (int p = 0; p < n; p++)
@@ -149,9 +148,10 @@ cc_status_t cc__recv_bytes_two_phase(cc__native_t *nc, cc__op_t *op)
     uint32_t tag = (uint32_t)op->info.tag;
     CC_CHECK(cc__net_recv(nc->net, op->info.peer, tag, &h, sizeof(h), op->deadline_ns));
     if (h.magic != BLOB_MAGIC || h.len > (uint64_t)INT64_MAX) {
-        cc_log_error(CC_SUBSYS_COLL, "recv_bytes from rank %d (tag %d): the message is not a "
-                     "blob header of cc_send_bytes (magic 0x%08x)", op->info.peer, op->info.tag,
-                     h.magic);
+        cc_log_error(CC_SUBSYS_COLL,
+                     "recv_bytes from rank %d (tag %d): the message is not a "
+                     "blob header of cc_send_bytes (magic 0x%08x)",
+                     op->info.peer, op->info.tag, h.magic);
         return CC_ERR_MISMATCH;
     }
     size_t len = (size_t)h.len;

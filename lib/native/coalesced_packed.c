@@ -14,8 +14,8 @@
 #include "log.h"
 #include "native.h"
 
-#define CC__DIRECT_BYTES (256u * 1024u) /* a buffer this large runs alone */
-#define CC__PACK_BYTES (4u * 1024u * 1024u) /* a pack holds at most this much per rank */
+#define CC__DIRECT_BYTES (256u * 1024u)       /* a buffer this large runs alone */
+#define CC__PACK_BYTES   (4u * 1024u * 1024u) /* a pack holds at most this much per rank */
 
 struct co {
     cc__native_t *nc;
@@ -38,8 +38,8 @@ static cc_status_t run_piece(struct co *c, const void *in, void *out, size_t cou
     sub.info.in_count = sub.info.out_count = count;
     if (c->a->kind == CC_OP_ALLGATHER) sub.info.out_count = n * count;
     if (c->a->kind == CC_OP_REDUCE_SCATTER) sub.info.in_count = n * count;
-    sub.info.bytes = (sub.info.in_count > sub.info.out_count ? sub.info.in_count
-                                                             : sub.info.out_count) * c->es;
+    sub.info.bytes =
+        (sub.info.in_count > sub.info.out_count ? sub.info.in_count : sub.info.out_count) * c->es;
     return cc__native_run_sub(c->nc, &sub);
 }
 
@@ -95,7 +95,11 @@ static cc_status_t run_pack(struct co *c, int i, int j, size_t total)
 
 cc_status_t cc__coalesced_packed(cc__native_t *nc, cc__op_t *op)
 {
-    struct co c = {.nc = nc, .op = op, .a = op->extra, .n = nc->size, .r = nc->rank,
+    struct co c = {.nc = nc,
+                   .op = op,
+                   .a = op->extra,
+                   .n = nc->size,
+                   .r = nc->rank,
                    .es = cc_dtype_size(op->info.dtype)};
     const cc__coalesced_args_t *a = c.a;
     for (int i = 0; i < a->nbufs;) {

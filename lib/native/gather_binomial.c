@@ -30,7 +30,8 @@ cc_status_t cc__gather_binomial(cc__native_t *nc, cc__op_t *op)
     /* Relative order: rank 0's output is already in that order. */
     char *t = v == 0 && root == 0 ? op->info.recvbuf : cc__native_scratch(nc, (size_t)sub * blk);
     int nchild = 0;
-    for (int m = 1; m < sub; m <<= 1) nchild++;
+    for (int m = 1; m < sub; m <<= 1)
+        nchild++;
     cc__req_t *rq = t ? cc__native_reqs(nc, nchild) : NULL;
     if (!rq) return CC_ERR_NO_MEMORY;
     for (int m = 1, i = 0; m < sub; m <<= 1, i++) {

@@ -21,8 +21,10 @@ static cc_status_t gather(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *bl
     char *out = op->info.recvbuf;
     size_t own = cc__blk_count(blk, root);
     if (own != op->info.in_count) {
-        cc_log_error(CC_SUBSYS_COLL, "gather_v: root %d sends %zu elements to itself but its "
-                     "recvcounts[%d] is %zu", root, op->info.in_count, root, own);
+        cc_log_error(CC_SUBSYS_COLL,
+                     "gather_v: root %d sends %zu elements to itself but its "
+                     "recvcounts[%d] is %zu",
+                     root, op->info.in_count, root, own);
         return CC_ERR_MISMATCH;
     }
     cc__req_t *rq = cc__native_reqs(nc, n);

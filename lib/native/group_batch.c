@@ -35,7 +35,8 @@ cc_status_t cc__group_batch(cc__native_t *nc, cc__op_t *op)
             cc__op_t *m = g->members[i];
             if ((m->info.type == CC_OP_SEND) != pass) continue;
             cc_status_t st = post(nc, m, &rq[i]);
-            if (st != CC_OK && rq[i].kind == 0) rq[i].status = st; /* refused before it was posted */
+            if (st != CC_OK && rq[i].kind == 0)
+                rq[i].status = st; /* refused before it was posted */
         }
     cc_status_t st = cc__native_wait(nc, rq, g->n, op->deadline_ns);
     if (st == CC_ERR_TIMEOUT) cc__native_settle(nc, st); /* every request now has its end */

@@ -36,7 +36,8 @@ static void list_ranks(const int32_t *r, int n, char *buf, size_t len)
 
 static void report(const cc__mbarrier_args_t *a, const int32_t *miss, int nmiss)
 {
-    for (int i = 0; a->missing && i < nmiss && i < a->max_missing; i++) a->missing[i] = miss[i];
+    for (int i = 0; a->missing && i < nmiss && i < a->max_missing; i++)
+        a->missing[i] = miss[i];
     if (a->nmissing) *a->nmissing = nmiss;
 }
 
@@ -61,9 +62,11 @@ static cc_status_t root(cc__native_t *nc, cc__op_t *op, const cc__mbarrier_args_
     if (v.nmissing) {
         char who[256];
         list_ranks(miss, v.nmissing, who, sizeof(who));
-        cc_log_error(CC_SUBSYS_COLL, "monitored barrier on communicator %s: %s %s (%d of %d) did "
-                     "not arrive within %lld ms", cc_comm_name(nc->comm),
-                     v.nmissing > 1 ? "ranks" : "rank", who, v.nmissing, n, (long long)a->wait_ms);
+        cc_log_error(CC_SUBSYS_COLL,
+                     "monitored barrier on communicator %s: %s %s (%d of %d) did "
+                     "not arrive within %lld ms",
+                     cc_comm_name(nc->comm), v.nmissing > 1 ? "ranks" : "rank", who, v.nmissing, n,
+                     (long long)a->wait_ms);
         v.status = CC_ERR_TIMEOUT;
     }
     /* The verdict goes to every rank: the late ones read it when they come. */
@@ -72,10 +75,12 @@ static cc_status_t root(cc__native_t *nc, cc__op_t *op, const cc__mbarrier_args_
         goto out;
     }
     for (int p = 1; p < n; p++) {
-        CC_CHECK_GOTO(cc__net_isend(nc->net, p, cc__coll_tag(op, 1), &v, sizeof(v), &rq[p]), st, out);
+        CC_CHECK_GOTO(cc__net_isend(nc->net, p, cc__coll_tag(op, 1), &v, sizeof(v), &rq[p]), st,
+                      out);
         if (v.nmissing)
             CC_CHECK_GOTO(cc__net_isend(nc->net, p, cc__coll_tag(op, 2), miss,
-                                        (size_t)v.nmissing * sizeof(*miss), &rq[n + p]), st, out);
+                                        (size_t)v.nmissing * sizeof(*miss), &rq[n + p]),
+                          st, out);
     }
     /* Small sends finish at once unless the peer is gone: with ranks missing, do not wait
      * long for them (what is left is withdrawn, and the comm fails on the timeout anyway). */
@@ -100,9 +105,10 @@ static cc_status_t member(cc__native_t *nc, cc__op_t *op, const cc__mbarrier_arg
     cc__net_isend(nc->net, 0, cc__coll_tag(op, 0), NULL, 0, &rq[1]); /* its fate matters less */
     cc_status_t st = cc__native_wait(nc, rq, 1, until);
     if (st == CC_ERR_TIMEOUT) {
-        cc_log_error(CC_SUBSYS_COLL, "monitored barrier on communicator %s: rank 0 sent no "
-                     "verdict within %lld ms: rank 0 is missing", cc_comm_name(nc->comm),
-                     (long long)(2 * a->wait_ms));
+        cc_log_error(CC_SUBSYS_COLL,
+                     "monitored barrier on communicator %s: rank 0 sent no "
+                     "verdict within %lld ms: rank 0 is missing",
+                     cc_comm_name(nc->comm), (long long)(2 * a->wait_ms));
         int32_t zero = 0;
         report(a, &zero, 1);
         return CC_ERR_TIMEOUT;
@@ -116,8 +122,10 @@ static cc_status_t member(cc__native_t *nc, cc__op_t *op, const cc__mbarrier_arg
     if (st == CC_OK) {
         char who[256];
         list_ranks(miss, v.nmissing, who, sizeof(who));
-        cc_log_warn(CC_SUBSYS_COLL, "monitored barrier on communicator %s: rank 0 reports %s %s "
-                    "missing", cc_comm_name(nc->comm), v.nmissing > 1 ? "ranks" : "rank", who);
+        cc_log_warn(CC_SUBSYS_COLL,
+                    "monitored barrier on communicator %s: rank 0 reports %s %s "
+                    "missing",
+                    cc_comm_name(nc->comm), v.nmissing > 1 ? "ranks" : "rank", who);
         report(a, miss, v.nmissing);
         st = (cc_status_t)v.status;
     }

@@ -41,32 +41,32 @@ typedef struct cc__native {
     struct cc_comm *comm;
     cc__net_t *net;
     int rank, size;
-    const char *transport;      /* "shm", "tcp", "mixed", "self" */
-    unsigned tpm;               /* its CC__TPM_* class */
+    const char *transport; /* "shm", "tcp", "mixed", "self" */
+    unsigned tpm;          /* its CC__TPM_* class */
 
-    pthread_mutex_t lock;       /* guards the queue and the worker's life */
-    pthread_cond_t wake;        /* worker: something queued or stopping */
-    pthread_cond_t idle;        /* drain: pending went to 0 */
-    cc__op_t *head, *tail;      /* queued ops, oldest first */
-    _Atomic int pending;        /* queued + running on the worker */
+    pthread_mutex_t lock;  /* guards the queue and the worker's life */
+    pthread_cond_t wake;   /* worker: something queued or stopping */
+    pthread_cond_t idle;   /* drain: pending went to 0 */
+    cc__op_t *head, *tail; /* queued ops, oldest first */
+    _Atomic int pending;   /* queued + running on the worker */
     int worker_started, stopping;
     pthread_t worker;
 
-    _Atomic int abort_reason;   /* CC_OK, or why the engine was aborted */
+    _Atomic int abort_reason; /* CC_OK, or why the engine was aborted */
 
-    unsigned exchanges;         /* store allgathers made while connecting */
-    size_t seg_bytes;           /* CCOMM_PIPELINE_CHUNK */
+    unsigned exchanges; /* store allgathers made while connecting */
+    size_t seg_bytes;   /* CCOMM_PIPELINE_CHUNK */
 
     /* Work space, grown on demand, owned by the op that runs (one at a time). */
-    void *scratch;              /* algorithms' receive and staging space */
+    void *scratch; /* algorithms' receive and staging space */
     size_t scratch_len;
-    void *premul;               /* PREMUL_SUM: the scaled copy of the input */
+    void *premul; /* PREMUL_SUM: the scaled copy of the input */
     size_t premul_len;
-    void *pack;                 /* coalesced ops: the packed buffers */
+    void *pack; /* coalesced ops: the packed buffers */
     size_t pack_len;
-    cc__req_t *reqs;            /* request pool of the running algorithm */
-    cc__req_t **reqp;           /* pointers for cc__net_wait */
-    int nreqs, reqs_cap;        /* handed out / allocated */
+    cc__req_t *reqs;     /* request pool of the running algorithm */
+    cc__req_t **reqp;    /* pointers for cc__net_wait */
+    int nreqs, reqs_cap; /* handed out / allocated */
 } cc__native_t;
 
 /* An algorithm runs one op to completion; returns its status. */
@@ -148,7 +148,8 @@ static inline size_t cc__blk_displ(const cc__blocks_t *b, int r)
     if (b->counts) {
         if (b->displs) return b->displs[r];
         size_t d = 0;
-        for (int q = 0; q < r; q++) d += b->counts[q];
+        for (int q = 0; q < r; q++)
+            d += b->counts[q];
         return d;
     }
     if (b->chunks) {

@@ -37,11 +37,14 @@ struct rs {
     size_t es;
     int n, r, nseg;
     uint32_t step0; /* first step number of the tags */
-    cc__req_t *rq; /* [3][nseg] receives, then [3][nseg] sends */
+    cc__req_t *rq;  /* [3][nseg] receives, then [3][nseg] sends */
     cc__reduce_fn fn;
 };
 
-static int blk_of(const struct rs *c, int k) { return ((c->r - k) % c->n + c->n) % c->n; }
+static int blk_of(const struct rs *c, int k)
+{
+    return ((c->r - k) % c->n + c->n) % c->n;
+}
 
 /* Piece k of block b: element offset within the block and length. */
 static int piece(const struct rs *c, int b, int k, size_t *off, size_t *len)
@@ -53,15 +56,22 @@ static int piece(const struct rs *c, int b, int k, size_t *off, size_t *len)
     return 1;
 }
 
-static cc__req_t *rreq(struct rs *c, int s, int k) { return &c->rq[(s % 3) * c->nseg + k]; }
-static cc__req_t *sreq(struct rs *c, int s, int k) { return &c->rq[(3 + s % 3) * c->nseg + k]; }
+static cc__req_t *rreq(struct rs *c, int s, int k)
+{
+    return &c->rq[(s % 3) * c->nseg + k];
+}
+static cc__req_t *sreq(struct rs *c, int s, int k)
+{
+    return &c->rq[(3 + s % 3) * c->nseg + k];
+}
 
 static cc_status_t post_recv(struct rs *c, int s)
 {
     int b = blk_of(c, s + 2);
     size_t off, len;
     for (int k = 0; piece(c, b, k, &off, &len); k++)
-        CC_CHECK(cc__net_irecv(c->nc->net, (c->r - 1 + c->n) % c->n, cc__coll_tag(c->op, c->step0 + (uint32_t)s),
+        CC_CHECK(cc__net_irecv(c->nc->net, (c->r - 1 + c->n) % c->n,
+                               cc__coll_tag(c->op, c->step0 + (uint32_t)s),
                                c->stage[s % 3] + off * c->es, len * c->es, rreq(c, s, k)));
     return CC_OK;
 }
@@ -94,10 +104,12 @@ static cc_status_t run(struct rs *c)
 {
     const char *first = c->in + cc__blk_displ(c->blk, blk_of(c, 1)) * c->es;
     CC_CHECK(post_recv(c, 0));
-    for (int k = 0; k < c->nseg; k++) CC_CHECK(post_send(c, 0, k, first));
+    for (int k = 0; k < c->nseg; k++)
+        CC_CHECK(post_send(c, 0, k, first));
     for (int s = 0; s < c->n - 1; s++) {
         /* Step s-1's sends read the area that step s+1 receives into. */
-        if (s >= 1) CC_CHECK(cc__native_wait(c->nc, sreq(c, s - 1, 0), c->nseg, c->op->deadline_ns));
+        if (s >= 1)
+            CC_CHECK(cc__native_wait(c->nc, sreq(c, s - 1, 0), c->nseg, c->op->deadline_ns));
         if (s + 1 < c->n - 1) CC_CHECK(post_recv(c, s + 1));
         CC_CHECK(reduce_step(c, s));
     }
@@ -107,8 +119,15 @@ static cc_status_t run(struct rs *c)
 cc_status_t cc__ring_reduce_scatter(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk,
                                     const void *in, void *out, uint32_t step0)
 {
-    struct rs c = {.nc = nc, .op = op, .blk = blk, .in = in, .out = out, .n = nc->size,
-                   .r = nc->rank, .step0 = step0, .es = cc_dtype_size(op->info.dtype)};
+    struct rs c = {.nc = nc,
+                   .op = op,
+                   .blk = blk,
+                   .in = in,
+                   .out = out,
+                   .n = nc->size,
+                   .r = nc->rank,
+                   .step0 = step0,
+                   .es = cc_dtype_size(op->info.dtype)};
     size_t own = cc__blk_count(blk, c.r);
     if (c.n == 1) {
         const char *src = c.in + cc__blk_displ(blk, 0) * c.es;
@@ -121,7 +140,8 @@ cc_status_t cc__ring_reduce_scatter(cc__native_t *nc, cc__op_t *op, const cc__bl
     char *st = cc__native_scratch(nc, 3 * max + 1);
     c.rq = st ? cc__native_reqs(nc, 6 * c.nseg) : NULL;
     if (!c.rq) return CC_ERR_NO_MEMORY;
-    for (int i = 0; i < 3; i++) c.stage[i] = st + (size_t)i * max;
+    for (int i = 0; i < 3; i++)
+        c.stage[i] = st + (size_t)i * max;
     return run(&c);
 }
 
@@ -129,8 +149,7 @@ cc_status_t cc__reduce_scatter_ring(cc__native_t *nc, cc__op_t *op)
 {
     if (!op->info.in_count) return CC_OK; /* every rank passed recvcount 0 */
     cc__blocks_t blk = {.count = op->info.out_count};
-    CC_CHECK(cc__ring_reduce_scatter(nc, op, &blk, op->info.sendbuf, op->info.recvbuf,
-                                     0));
+    CC_CHECK(cc__ring_reduce_scatter(nc, op, &blk, op->info.sendbuf, op->info.recvbuf, 0));
     cc__finish_avg(nc, op, op->info.recvbuf, op->info.out_count);
     return CC_OK;
 }
@@ -139,8 +158,7 @@ cc_status_t cc__reduce_scatterv_ring(cc__native_t *nc, cc__op_t *op)
 {
     if (!op->info.in_count) return CC_OK; /* the counts are the same everywhere: all 0 */
     cc__blocks_t blk = {.counts = op->recv_counts, .displs = op->recv_displs};
-    CC_CHECK(cc__ring_reduce_scatter(nc, op, &blk, op->info.sendbuf, op->info.recvbuf,
-                                     0));
+    CC_CHECK(cc__ring_reduce_scatter(nc, op, &blk, op->info.sendbuf, op->info.recvbuf, 0));
     cc__finish_avg(nc, op, op->info.recvbuf, op->info.out_count);
     return CC_OK;
 }

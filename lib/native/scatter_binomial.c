@@ -40,7 +40,8 @@ cc_status_t cc__scatter_binomial(cc__native_t *nc, cc__op_t *op)
         t = s;
     }
     int nchild = 0, top = 0;
-    for (int m = 1; m < sub; m <<= 1) nchild++, top = m;
+    for (int m = 1; m < sub; m <<= 1)
+        nchild++, top = m;
     cc__req_t *rq = cc__native_reqs(nc, nchild);
     if (!rq) return CC_ERR_NO_MEMORY;
     int i = 0;

@@ -19,8 +19,10 @@ static cc_status_t scatter(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *b
     const char *in = op->info.sendbuf;
     size_t own = cc__blk_count(blk, root);
     if (own != op->info.out_count) {
-        cc_log_error(CC_SUBSYS_COLL, "scatter_v: root %d receives %zu elements but its "
-                     "sendcounts[%d] is %zu", root, op->info.out_count, root, own);
+        cc_log_error(CC_SUBSYS_COLL,
+                     "scatter_v: root %d receives %zu elements but its "
+                     "sendcounts[%d] is %zu",
+                     root, op->info.out_count, root, own);
         return CC_ERR_MISMATCH;
     }
     cc__req_t *rq = cc__native_reqs(nc, n);

@@ -20,17 +20,17 @@
 #include "log.h"
 #include "native.h"
 
-#define K 1024u
+#define K   1024u
 #define ANY CC__TPM_ANY
 
 typedef struct cc__algo_row {
     cc_op_type_t type;
-    const char *name;   /* the CCOMM_ALGO_<COLL> value; shown in the recorder */
+    const char *name; /* the CCOMM_ALGO_<COLL> value; shown in the recorder */
     cc__algo_fn fn;
-    unsigned tpm;       /* transports it can run on (CC__TPM_*) */
-    int min_ranks;      /* automatic choice only with at least this many ranks (0: any) */
-    size_t max_bytes;   /* ... and sel_bytes below this (0: no bound) */
-    unsigned flags;     /* CC__ROW_* */
+    unsigned tpm;     /* transports it can run on (CC__TPM_*) */
+    int min_ranks;    /* automatic choice only with at least this many ranks (0: any) */
+    size_t max_bytes; /* ... and sel_bytes below this (0: no bound) */
+    unsigned flags;   /* CC__ROW_* */
 } cc__algo_row_t;
 
 #define CC__ROW_FORCED_ONLY 1u /* never chosen automatically */
@@ -106,7 +106,9 @@ static const char *cfg_name(cc_op_type_t t, const char **var)
         CASE(SCATTERV, scatterv)
         CASE(BARRIER, barrier)
 #undef CASE
-    default: *var = NULL; return NULL;
+    default:
+        *var = NULL;
+        return NULL;
     }
 }
 
@@ -175,14 +177,20 @@ static size_t sel_bytes(const cc__op_t *op, int n)
 {
     size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
     switch (op->info.type) {
-    case CC_OP_GATHER: return (size_t)n * op->info.in_count * es;   /* in: sendcount */
-    case CC_OP_SCATTER: return (size_t)n * op->info.out_count * es; /* out: recvcount */
-    case CC_OP_ALLGATHERV: return op->info.out_count * es;          /* sum of recvcounts */
-    case CC_OP_REDUCE_SCATTERV: return op->info.in_count * es;      /* sum of recvcounts */
+    case CC_OP_GATHER:
+        return (size_t)n * op->info.in_count * es; /* in: sendcount */
+    case CC_OP_SCATTER:
+        return (size_t)n * op->info.out_count * es; /* out: recvcount */
+    case CC_OP_ALLGATHERV:
+        return op->info.out_count * es; /* sum of recvcounts */
+    case CC_OP_REDUCE_SCATTERV:
+        return op->info.in_count * es; /* sum of recvcounts */
     case CC_OP_ALLTOALLV:
     case CC_OP_GATHERV:
-    case CC_OP_SCATTERV: return 0; /* differs by rank: no size rows */
-    default: return op->info.bytes;
+    case CC_OP_SCATTERV:
+        return 0; /* differs by rank: no size rows */
+    default:
+        return op->info.bytes;
     }
 }
 
@@ -250,8 +258,8 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
     const cc__algo_row_t *a = pick(nc, op, &st);
     if (!a) return st;
     op->info.algorithm = a->name;
-    op->info.transport = op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer)
-                                            : nc->transport;
+    op->info.transport =
+        op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
     cc__op_started(op);
     if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
     return run_algo(nc, op, a->fn);

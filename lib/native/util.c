@@ -41,7 +41,8 @@ size_t cc__blk_max(const cc__blocks_t *b, int n)
 int cc__pow2_floor(int n)
 {
     int p = 1;
-    while (p <= n / 2) p <<= 1;
+    while (p <= n / 2)
+        p <<= 1;
     return p;
 }
 
@@ -84,8 +85,10 @@ cc__req_t *cc__native_reqs(cc__native_t *nc, int n)
 {
     for (int i = 0; i < nc->nreqs; i++) /* the pool may move: nothing of it may be pending */
         if (nc->reqs[i].kind != 0 && nc->reqs[i].status == CC_INPROGRESS) {
-            cc_log_error(CC_SUBSYS_COLL, "communicator %s: request %d still pending when the pool "
-                         "was asked for again (a bug); withdrawing it", cc_comm_name(nc->comm), i);
+            cc_log_error(CC_SUBSYS_COLL,
+                         "communicator %s: request %d still pending when the pool "
+                         "was asked for again (a bug); withdrawing it",
+                         cc_comm_name(nc->comm), i);
             cc__native_settle(nc, CC_ERR_INTERNAL);
             break;
         }
@@ -128,7 +131,8 @@ void cc__native_settle(cc__native_t *nc, cc_status_t why)
     }
     if (busy) {
         /* Bytes of some request are on the wire: only an abort frees its buffer. */
-        cc_log_warn(CC_SUBSYS_COLL, "communicator %s: a transfer was in flight when its op ended "
+        cc_log_warn(CC_SUBSYS_COLL,
+                    "communicator %s: a transfer was in flight when its op ended "
                     "(%s); aborting the connections so no buffer is used after the op",
                     cc_comm_name(nc->comm), cc_status_name(why));
         cc__net_abort(nc->net, why == CC_OK ? CC_ERR_ABORTED : why);

@@ -61,7 +61,8 @@ static int zero_counts(cc_comm_t *c)
     TC_REQUIRE(cc_gatherv(c, NULL, NULL, 0, z, NULL, CC_INT8, 0, NULL, NULL) == CC_OK, "gv 0");
     TC_REQUIRE(cc_scatter(c, NULL, NULL, 0, CC_INT8, 0, NULL, NULL) == CC_OK, "scatter 0");
     TC_REQUIRE(cc_scatterv(c, NULL, NULL, z, NULL, 0, CC_INT8, 0, NULL, NULL) == CC_OK, "sv 0");
-    TC_REQUIRE(cc_allreduce_coalesced(c, NULL, NULL, NULL, 0, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+    TC_REQUIRE(cc_allreduce_coalesced(c, NULL, NULL, NULL, 0, CC_FLOAT32, CC_SUM, NULL, NULL) ==
+                   CC_OK,
                "coalesced of no buffers");
     TC_REQUIRE(pre_count - pre0 == 13 && post_count - post0 == 13, "door saw %d/%d of 13",
                pre_count - pre0, post_count - post0);
@@ -82,7 +83,8 @@ static int roots_and_pairs(cc_comm_t *c)
     REFUSED(cc_reduce(c, a, b, 4, CC_FLOAT32, CC_BAND, 0, NULL, NULL), CC_ERR_NOT_SUPPORTED);
     REFUSED(cc_reduce_scatter(c, a, b, 1, CC_FLOAT16, CC_BXOR, NULL, NULL), CC_ERR_NOT_SUPPORTED);
     size_t one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    REFUSED(cc_reduce_scatterv(c, a, b, one, CC_BFLOAT16, CC_BOR, NULL, NULL), CC_ERR_NOT_SUPPORTED);
+    REFUSED(cc_reduce_scatterv(c, a, b, one, CC_BFLOAT16, CC_BOR, NULL, NULL),
+            CC_ERR_NOT_SUPPORTED);
     const void *sp[1] = {a};
     void *rp[1] = {b};
     REFUSED(cc_allreduce_coalesced(c, sp, rp, one, 1, CC_FLOAT64, CC_BOR, NULL, NULL),
@@ -99,7 +101,8 @@ static int overlaps(cc_comm_t *c)
 {
     float a[256];
     int n = cc_comm_size(c), r = cc_comm_rank(c);
-    /* allgather: in place is exactly recvbuf + rank x count; anything else overlapping is refused */
+    /* allgather: in place is exactly recvbuf + rank x count; anything else overlapping is refused
+     */
     REFUSED(cc_allgather(c, a + r * 4 + 1, a, 4, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
     REFUSED(cc_reduce_scatter(c, a, a + r * 4 + 2, 4, CC_FLOAT32, CC_SUM, NULL, NULL),
             CC_ERR_INVALID_ARG);
@@ -110,15 +113,18 @@ static int overlaps(cc_comm_t *c)
     REFUSED(cc_scatter(c, a, a + 1, 4, CC_FLOAT32, r, NULL, NULL), CC_ERR_INVALID_ARG);
     /* v forms: receive blocks that overlap one another, send and receive regions that overlap */
     size_t cnt[8], dsp[8];
-    for (int p = 0; p < n; p++) cnt[p] = 4, dsp[p] = (size_t)p * 4;
+    for (int p = 0; p < n; p++)
+        cnt[p] = 4, dsp[p] = (size_t)p * 4;
     if (n > 1) {
         dsp[n - 1] = dsp[n - 2] + 2;
-        REFUSED(cc_allgatherv(c, a + 100, a, 4, cnt, dsp, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+        REFUSED(cc_allgatherv(c, a + 100, a, 4, cnt, dsp, CC_FLOAT32, NULL, NULL),
+                CC_ERR_INVALID_ARG);
         REFUSED(cc_alltoallv(c, a + 100, a, cnt, NULL, cnt, dsp, CC_FLOAT32, NULL, NULL),
                 CC_ERR_INVALID_ARG);
         dsp[n - 1] = (size_t)(n - 1) * 4;
     }
-    REFUSED(cc_alltoallv(c, a + 1, a, cnt, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+    REFUSED(cc_alltoallv(c, a + 1, a, cnt, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL),
+            CC_ERR_INVALID_ARG);
     REFUSED(cc_allgatherv(c, a + 1, a, 4, cnt, dsp, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
     REFUSED(cc_gatherv(c, a + 1, a, 4, cnt, dsp, CC_FLOAT32, r, NULL, NULL), CC_ERR_INVALID_ARG);
     return 0;
@@ -129,18 +135,23 @@ static int count_arrays(cc_comm_t *c)
     float a[64], b[64];
     int n = cc_comm_size(c), r = cc_comm_rank(c);
     size_t cnt[8], dsp[8], huge[8];
-    for (int p = 0; p < n; p++) cnt[p] = 1, dsp[p] = (size_t)p, huge[p] = SIZE_MAX / 2 + 7;
+    for (int p = 0; p < n; p++)
+        cnt[p] = 1, dsp[p] = (size_t)p, huge[p] = SIZE_MAX / 2 + 7;
     REFUSED(cc_allgatherv(c, a, b, 1, NULL, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
-    REFUSED(cc_alltoallv(c, a, b, NULL, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+    REFUSED(cc_alltoallv(c, a, b, NULL, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL),
+            CC_ERR_INVALID_ARG);
     cnt[0] = (size_t)-1; /* a "negative" count */
     REFUSED(cc_reduce_scatterv(c, a, b, cnt, CC_FLOAT32, CC_SUM, NULL, NULL), CC_ERR_INVALID_ARG);
     REFUSED(cc_gatherv(c, a, b, 1, cnt, NULL, CC_FLOAT32, r, NULL, NULL), CC_ERR_INVALID_ARG);
     cnt[0] = 1;
     huge[r] = 1; /* this rank's own count is fine; another is huge, or the total overflows */
-    if (n > 1) REFUSED(cc_allgatherv(c, a, b, 1, huge, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
-    for (int p = 0; p < n; p++) huge[p] = (size_t)INT64_MAX / 4 / 2 + 1; /* each fits; the sum does not */
+    if (n > 1)
+        REFUSED(cc_allgatherv(c, a, b, 1, huge, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+    for (int p = 0; p < n; p++)
+        huge[p] = (size_t)INT64_MAX / 4 / 2 + 1; /* each fits; the sum does not */
     huge[r] = 1;
-    if (n > 2) REFUSED(cc_allgatherv(c, a, b, 1, huge, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+    if (n > 2)
+        REFUSED(cc_allgatherv(c, a, b, 1, huge, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
     dsp[0] = SIZE_MAX - 1; /* displacement + count wraps */
     REFUSED(cc_scatterv(c, a, b, cnt, dsp, 1, CC_FLOAT32, r, NULL, NULL), CC_ERR_INVALID_ARG);
     dsp[0] = 0;
@@ -148,7 +159,8 @@ static int count_arrays(cc_comm_t *c)
     REFUSED(cc_allgatherv(c, a, b, 2, cnt, dsp, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
     REFUSED(cc_gatherv(c, a, b, 3, cnt, dsp, CC_FLOAT32, r, NULL, NULL), CC_ERR_INVALID_ARG);
     size_t two[8] = {2, 2, 2, 2, 2, 2, 2, 2};
-    REFUSED(cc_alltoallv(c, a, b, two, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL), CC_ERR_INVALID_ARG);
+    REFUSED(cc_alltoallv(c, a, b, two, NULL, cnt, NULL, CC_FLOAT32, NULL, NULL),
+            CC_ERR_INVALID_ARG);
     return 0;
 }
 

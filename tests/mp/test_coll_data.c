@@ -16,8 +16,8 @@
 
 #include "test_coll_util.h"
 
-#define GAP 3        /* elements between v blocks */
-#define FILL 0xEEu   /* bytes a collective must not touch */
+#define GAP  3     /* elements between v blocks */
+#define FILL 0xEEu /* bytes a collective must not touch */
 
 struct tcase {
     cc_comm_t *comm;
@@ -37,7 +37,8 @@ static cc_status_t finish(cc_status_t st, cc_work_t *w)
 
 static void fill_block(char *p, size_t bytes, int r, int blk)
 {
-    for (size_t j = 0; j < bytes; j++) p[j] = (char)tc_byte(r, blk, j);
+    for (size_t j = 0; j < bytes; j++)
+        p[j] = (char)tc_byte(r, blk, j);
 }
 
 static int check_block(const struct tcase *c, const char *p, size_t bytes, int r, int blk,
@@ -61,9 +62,11 @@ static size_t vcount(const struct tcase *c, int a, int b)
 static size_t *vdispls(const struct tcase *c, const size_t *cnt, size_t *extent)
 {
     size_t *d = malloc((size_t)c->n * sizeof(*d)), e = 0;
-    for (int p = c->n - 1; p >= 0; p--) d[p] = e, e += cnt[p] + (c->packed ? 0 : GAP);
+    for (int p = c->n - 1; p >= 0; p--)
+        d[p] = e, e += cnt[p] + (c->packed ? 0 : GAP);
     if (c->packed) /* in rank order */
-        for (int p = 0, o = 0; p < c->n; o += (int)cnt[p], p++) d[p] = (size_t)o;
+        for (int p = 0, o = 0; p < c->n; o += (int)cnt[p], p++)
+            d[p] = (size_t)o;
     *extent = e;
     return d;
 }
@@ -115,8 +118,10 @@ static int check_v(const struct tcase *c, const char *rb, const size_t *cnt, con
     for (int p = 0; p < c->n; p++)
         fill_block(want + d[p] * c->es, cnt[p] * c->es, src(c, p), blk_is_me ? c->r : 0);
     for (size_t j = 0; j < ext * c->es; j++)
-        TC_REQUIRE(rb[j] == want[j], "%s %s count %zu inplace %d packed %d: byte %zu is 0x%02x, "
-                   "want 0x%02x", what, cc_dtype_name(c->dt), c->count, c->inplace, c->packed, j,
+        TC_REQUIRE(rb[j] == want[j],
+                   "%s %s count %zu inplace %d packed %d: byte %zu is 0x%02x, "
+                   "want 0x%02x",
+                   what, cc_dtype_name(c->dt), c->count, c->inplace, c->packed, j,
                    (unsigned char)rb[j], (unsigned char)want[j]);
     free(want);
     return 0;
@@ -131,7 +136,8 @@ static int same_rank(const struct tcase *c, int p)
 static int t_allgatherv(const struct tcase *c)
 {
     size_t *cnt = malloc((size_t)c->n * sizeof(*cnt)), ext;
-    for (int p = 0; p < c->n; p++) cnt[p] = vcount(c, p, p);
+    for (int p = 0; p < c->n; p++)
+        cnt[p] = vcount(c, p, p);
     size_t *d = vdispls(c, cnt, &ext);
     char *rb = tc_alloc(ext * c->es, c->off);
     memset(rb, FILL, ext * c->es);
@@ -139,12 +145,13 @@ static int t_allgatherv(const struct tcase *c)
     char *sb = c->inplace ? rb + d[c->r] * c->es : tc_alloc(mine, c->off + 1);
     fill_block(sb, mine, c->r, 0);
     cc_work_t *w = NULL;
-    cc_status_t st = cc_allgatherv(c->comm, sb, rb, cnt[c->r], cnt, c->packed ? NULL : d, c->dt,
-                                   NULL, WORK(c));
+    cc_status_t st =
+        cc_allgatherv(c->comm, sb, rb, cnt[c->r], cnt, c->packed ? NULL : d, c->dt, NULL, WORK(c));
     if (c->async) memset(cnt, 0, (size_t)c->n * sizeof(*cnt)); /* the call copied them */
     st = finish(st, w);
     TC_REQUIRE(st == CC_OK, "allgatherv: %s", cc_status_name(st));
-    for (int p = 0; p < c->n; p++) cnt[p] = vcount(c, p, p);
+    for (int p = 0; p < c->n; p++)
+        cnt[p] = vcount(c, p, p);
     if (check_v(c, rb, cnt, d, ext, same_rank, 0, "allgatherv")) return 1;
     if (!c->inplace) tc_free(sb);
     tc_free(rb);
@@ -157,7 +164,8 @@ static int t_alltoall(const struct tcase *c)
 {
     size_t bytes = c->count * c->es, all = (size_t)c->n * bytes;
     char *rb = tc_alloc(all, c->off), *sb = c->inplace ? rb : tc_alloc(all, c->off + 3);
-    for (int p = 0; p < c->n; p++) fill_block(sb + (size_t)p * bytes, bytes, c->r, p);
+    for (int p = 0; p < c->n; p++)
+        fill_block(sb + (size_t)p * bytes, bytes, c->r, p);
     if (!c->inplace) memset(rb, FILL, all);
     cc_work_t *w = NULL;
     cc_status_t st = cc_alltoall(c->comm, sb, rb, c->count, c->dt, NULL, WORK(c));
@@ -174,16 +182,18 @@ static int t_alltoallv(const struct tcase *c)
 {
     int n = c->n;
     size_t *sc = malloc((size_t)n * sizeof(*sc)), *rc = malloc((size_t)n * sizeof(*rc)), se, re;
-    for (int p = 0; p < n; p++) sc[p] = vcount(c, c->r, p), rc[p] = vcount(c, p, c->r);
+    for (int p = 0; p < n; p++)
+        sc[p] = vcount(c, c->r, p), rc[p] = vcount(c, p, c->r);
     size_t *sd = vdispls(c, sc, &se), *rd = vdispls(c, rc, &re);
-    char *rb = tc_alloc(re * c->es, c->off), *sb = c->inplace ? rb : tc_alloc(se * c->es, c->off + 1);
+    char *rb = tc_alloc(re * c->es, c->off),
+         *sb = c->inplace ? rb : tc_alloc(se * c->es, c->off + 1);
     memset(rb, FILL, re * c->es);
     for (int p = 0; p < n; p++) /* in place: block p of recvbuf goes to p */
         fill_block(sb + (c->inplace ? rd[p] : sd[p]) * c->es, sc[p] * c->es, c->r, p);
     cc_work_t *w = NULL;
     const size_t *rdp = c->packed ? NULL : rd, *sdp = c->packed ? NULL : sd;
-    cc_status_t st = cc_alltoallv(c->comm, sb, rb, c->inplace ? NULL : sc, sdp, rc, rdp,
-                                         c->dt, NULL, WORK(c));
+    cc_status_t st =
+        cc_alltoallv(c->comm, sb, rb, c->inplace ? NULL : sc, sdp, rc, rdp, c->dt, NULL, WORK(c));
     st = finish(st, w);
     TC_REQUIRE(st == CC_OK, "alltoallv: %s", cc_status_name(st));
     if (check_v(c, rb, rc, rd, re, same_rank, 1, "alltoallv")) return 1;
@@ -216,7 +226,8 @@ static int t_gatherv(const struct tcase *c)
 {
     int me = c->r == c->root;
     size_t *cnt = malloc((size_t)c->n * sizeof(*cnt)), ext;
-    for (int p = 0; p < c->n; p++) cnt[p] = vcount(c, p, p);
+    for (int p = 0; p < c->n; p++)
+        cnt[p] = vcount(c, p, p);
     size_t *d = vdispls(c, cnt, &ext), mine = cnt[c->r] * c->es;
     char *rb = me ? tc_alloc(ext * c->es, c->off) : NULL;
     if (me) memset(rb, FILL, ext * c->es);
@@ -224,7 +235,7 @@ static int t_gatherv(const struct tcase *c)
     fill_block(sb, mine, c->r, 0);
     cc_work_t *w = NULL;
     cc_status_t st = cc_gatherv(c->comm, sb, rb, cnt[c->r], me ? cnt : NULL,
-                                       me && !c->packed ? d : NULL, c->dt, c->root, NULL, WORK(c));
+                                me && !c->packed ? d : NULL, c->dt, c->root, NULL, WORK(c));
     st = finish(st, w);
     TC_REQUIRE(st == CC_OK, "gatherv: %s", cc_status_name(st));
     if (me && check_v(c, rb, cnt, d, ext, same_rank, 0, "gatherv")) return 1;
@@ -240,7 +251,8 @@ static int t_scatter(const struct tcase *c)
     size_t bytes = c->count * c->es;
     int me = c->r == c->root;
     char *sb = me ? tc_alloc((size_t)c->n * bytes, c->off) : NULL;
-    for (int p = 0; me && p < c->n; p++) fill_block(sb + (size_t)p * bytes, bytes, c->root, p);
+    for (int p = 0; me && p < c->n; p++)
+        fill_block(sb + (size_t)p * bytes, bytes, c->root, p);
     char *rb = me && c->inplace ? sb + (size_t)c->root * bytes : tc_alloc(bytes, c->off + 1);
     if (!(me && c->inplace)) memset(rb, FILL, bytes);
     cc_work_t *w = NULL;
@@ -257,16 +269,17 @@ static int t_scatterv(const struct tcase *c)
 {
     int me = c->r == c->root;
     size_t *cnt = malloc((size_t)c->n * sizeof(*cnt)), ext;
-    for (int p = 0; p < c->n; p++) cnt[p] = vcount(c, p, p);
+    for (int p = 0; p < c->n; p++)
+        cnt[p] = vcount(c, p, p);
     size_t *d = vdispls(c, cnt, &ext), mine = cnt[c->r] * c->es;
     char *sb = me ? tc_alloc(ext * c->es, c->off) : NULL;
-    for (int p = 0; me && p < c->n; p++) fill_block(sb + d[p] * c->es, cnt[p] * c->es, c->root, p);
+    for (int p = 0; me && p < c->n; p++)
+        fill_block(sb + d[p] * c->es, cnt[p] * c->es, c->root, p);
     char *rb = me && c->inplace ? sb + d[c->r] * c->es : tc_alloc(mine, c->off + 1);
     if (!(me && c->inplace)) memset(rb, FILL, mine);
     cc_work_t *w = NULL;
-    cc_status_t st = cc_scatterv(c->comm, sb, rb, me ? cnt : NULL,
-                                        me && !c->packed ? d : NULL, cnt[c->r], c->dt, c->root,
-                                        NULL, WORK(c));
+    cc_status_t st = cc_scatterv(c->comm, sb, rb, me ? cnt : NULL, me && !c->packed ? d : NULL,
+                                 cnt[c->r], c->dt, c->root, NULL, WORK(c));
     st = finish(st, w);
     TC_REQUIRE(st == CC_OK, "scatterv: %s", cc_status_name(st));
     if (check_block(c, rb, mine, c->root, c->r, "scatterv")) return 1;
@@ -284,7 +297,7 @@ struct coll {
 };
 
 static const struct coll colls[] = {
-    {CC_OP_BROADCAST, t_broadcast, 1}, {CC_OP_ALLGATHER, t_allgather, 0},
+    {CC_OP_BROADCAST, t_broadcast, 1},   {CC_OP_ALLGATHER, t_allgather, 0},
     {CC_OP_ALLGATHERV, t_allgatherv, 0}, {CC_OP_ALLTOALL, t_alltoall, 0},
     {CC_OP_ALLTOALLV, t_alltoallv, 0},   {CC_OP_GATHER, t_gather, 1},
     {CC_OP_GATHERV, t_gatherv, 1},       {CC_OP_SCATTER, t_scatter, 1},
@@ -314,7 +327,8 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                     c.off = (size_t)(key >> 12) % 5;
                     c.root = co->rooted ? (int)((key >> 16) % (uint64_t)c.n) : -1;
                     if (co->fn(&c)) {
-                        fprintf(stderr, "  (algorithm %s, %d ranks)\n", algos[a][0] ? algos[a] : "auto", c.n);
+                        fprintf(stderr, "  (algorithm %s, %d ranks)\n",
+                                algos[a][0] ? algos[a] : "auto", c.n);
                         return 1;
                     }
                 }
@@ -335,21 +349,81 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
 }
 
 #define RUN(n, tp) assert_int_equal(tc_run(n, tp, rank_main, 600), 0)
-static void test_1(void **s) { (void)s; RUN(1, "auto"); }
-static void test_2_shm(void **s) { (void)s; RUN(2, "auto"); }
-static void test_3_shm(void **s) { (void)s; RUN(3, "auto"); }
-static void test_4_shm(void **s) { (void)s; RUN(4, "auto"); }
-static void test_5_shm(void **s) { (void)s; RUN(5, "auto"); }
-static void test_6_shm(void **s) { (void)s; RUN(6, "auto"); }
-static void test_7_shm(void **s) { (void)s; RUN(7, "auto"); }
-static void test_8_shm(void **s) { (void)s; RUN(8, "auto"); }
-static void test_2_tcp(void **s) { (void)s; RUN(2, "tcp"); }
-static void test_3_tcp(void **s) { (void)s; RUN(3, "tcp"); }
-static void test_4_tcp(void **s) { (void)s; RUN(4, "tcp"); }
-static void test_5_tcp(void **s) { (void)s; RUN(5, "tcp"); }
-static void test_6_tcp(void **s) { (void)s; RUN(6, "tcp"); }
-static void test_7_tcp(void **s) { (void)s; RUN(7, "tcp"); }
-static void test_8_tcp(void **s) { (void)s; RUN(8, "tcp"); }
+static void test_1(void **s)
+{
+    (void)s;
+    RUN(1, "auto");
+}
+static void test_2_shm(void **s)
+{
+    (void)s;
+    RUN(2, "auto");
+}
+static void test_3_shm(void **s)
+{
+    (void)s;
+    RUN(3, "auto");
+}
+static void test_4_shm(void **s)
+{
+    (void)s;
+    RUN(4, "auto");
+}
+static void test_5_shm(void **s)
+{
+    (void)s;
+    RUN(5, "auto");
+}
+static void test_6_shm(void **s)
+{
+    (void)s;
+    RUN(6, "auto");
+}
+static void test_7_shm(void **s)
+{
+    (void)s;
+    RUN(7, "auto");
+}
+static void test_8_shm(void **s)
+{
+    (void)s;
+    RUN(8, "auto");
+}
+static void test_2_tcp(void **s)
+{
+    (void)s;
+    RUN(2, "tcp");
+}
+static void test_3_tcp(void **s)
+{
+    (void)s;
+    RUN(3, "tcp");
+}
+static void test_4_tcp(void **s)
+{
+    (void)s;
+    RUN(4, "tcp");
+}
+static void test_5_tcp(void **s)
+{
+    (void)s;
+    RUN(5, "tcp");
+}
+static void test_6_tcp(void **s)
+{
+    (void)s;
+    RUN(6, "tcp");
+}
+static void test_7_tcp(void **s)
+{
+    (void)s;
+    RUN(7, "tcp");
+}
+static void test_8_tcp(void **s)
+{
+    (void)s;
+    RUN(8, "tcp");
+}
 
 int main(int argc, char **argv)
 {
@@ -359,11 +433,14 @@ int main(int argc, char **argv)
             return 77;
         }
         const struct CMUnitTest all[] = {
-            cmocka_unit_test(test_1),     cmocka_unit_test(test_2_shm), cmocka_unit_test(test_3_shm),
-            cmocka_unit_test(test_4_shm), cmocka_unit_test(test_5_shm), cmocka_unit_test(test_6_shm),
-            cmocka_unit_test(test_7_shm), cmocka_unit_test(test_8_shm), cmocka_unit_test(test_2_tcp),
-            cmocka_unit_test(test_3_tcp), cmocka_unit_test(test_4_tcp), cmocka_unit_test(test_5_tcp),
-            cmocka_unit_test(test_6_tcp), cmocka_unit_test(test_7_tcp), cmocka_unit_test(test_8_tcp),
+            cmocka_unit_test(test_1),     cmocka_unit_test(test_2_shm),
+            cmocka_unit_test(test_3_shm), cmocka_unit_test(test_4_shm),
+            cmocka_unit_test(test_5_shm), cmocka_unit_test(test_6_shm),
+            cmocka_unit_test(test_7_shm), cmocka_unit_test(test_8_shm),
+            cmocka_unit_test(test_2_tcp), cmocka_unit_test(test_3_tcp),
+            cmocka_unit_test(test_4_tcp), cmocka_unit_test(test_5_tcp),
+            cmocka_unit_test(test_6_tcp), cmocka_unit_test(test_7_tcp),
+            cmocka_unit_test(test_8_tcp),
         };
         return cmocka_run_group_tests(all, NULL, NULL);
     }

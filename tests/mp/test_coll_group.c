@@ -111,7 +111,8 @@ static int group_round(cc_comm_t *comm, unsigned seed, int async)
         size_t bytes = x[i].len * cc_dtype_size(x[i].dt);
         bufs[2 * i] = tc_alloc(bytes, (size_t)i % 5);
         bufs[2 * i + 1] = tc_alloc(bytes, (size_t)i % 3);
-        for (size_t j = 0; j < bytes; j++) bufs[2 * i][j] = (char)tc_byte(x[i].src, i, j);
+        for (size_t j = 0; j < bytes; j++)
+            bufs[2 * i][j] = (char)tc_byte(x[i].src, i, j);
         memset(bufs[2 * i + 1], 0xee, bytes);
     }
     int pre0 = g_pre_p2p, post0 = g_post_p2p;
@@ -181,13 +182,14 @@ static int co_allreduce(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, int async
     for (int b = 0; b < NB; b++) {
         sb[b] = tc_alloc(co_counts[b] * es, (size_t)b % 3 * es);
         rb[b] = b % 2 ? sb[b] : tc_alloc(co_counts[b] * es, 0); /* odd buffers in place */
-        for (size_t i = 0; i < co_counts[b]; i++) tc_put(sb[b], dt, i, tc_input(r, base_of(b) + i, op));
+        for (size_t i = 0; i < co_counts[b]; i++)
+            tc_put(sb[b], dt, i, tc_input(r, base_of(b) + i, op));
     }
     cc_op_opts_t o = CC_OP_OPTS_INIT;
     o.premul_scalar = TC_PREMUL;
     cc_work_t *w = NULL;
-    cc_status_t st = cc_allreduce_coalesced(comm, (const void *const *)sb, rb, co_counts, NB, dt, op,
-                                            &o, async ? &w : NULL);
+    cc_status_t st = cc_allreduce_coalesced(comm, (const void *const *)sb, rb, co_counts, NB, dt,
+                                            op, &o, async ? &w : NULL);
     if (async && st == CC_OK) st = cc_work_wait(w, -1), cc_work_free(w);
     TC_REQUIRE(st == CC_OK, "allreduce_coalesced: %s", cc_status_name(st));
     for (int b = 0; b < NB; b++) {
@@ -210,15 +212,18 @@ static int co_others(cc_comm_t *comm)
     for (int b = 0; b < NB; b++) {
         size_t c = co_counts[b];
         sb[b] = tc_alloc((size_t)n * c, 1), rb[b] = tc_alloc((size_t)n * c, 2);
-        for (size_t j = 0; j < (size_t)n * c; j++) sb[b][j] = (char)tc_byte(r, b, j);
+        for (size_t j = 0; j < (size_t)n * c; j++)
+            sb[b][j] = (char)tc_byte(r, b, j);
     }
     TC_REQUIRE(cc_broadcast_coalesced(comm, (const void *const *)sb, (void *const *)rb, co_counts,
-                                      NB, CC_UINT8, root, NULL, NULL) == CC_OK, "bcast coalesced");
+                                      NB, CC_UINT8, root, NULL, NULL) == CC_OK,
+               "bcast coalesced");
     for (int b = 0; b < NB; b++)
         for (size_t j = 0; j < co_counts[b]; j++)
             TC_REQUIRE((unsigned char)rb[b][j] == tc_byte(root, b, j), "bcast buf %d [%zu]", b, j);
     TC_REQUIRE(cc_allgather_coalesced(comm, (const void *const *)sb, (void *const *)rb, co_counts,
-                                      NB, CC_UINT8, NULL, NULL) == CC_OK, "allgather coalesced");
+                                      NB, CC_UINT8, NULL, NULL) == CC_OK,
+               "allgather coalesced");
     for (int b = 0; b < NB; b++)
         for (int p = 0; p < n; p++)
             for (size_t j = 0; j < co_counts[b]; j++)
@@ -230,7 +235,8 @@ static int co_others(cc_comm_t *comm)
     for (int b = 0; b < NB; b++) {
         for (size_t j = 0; j < co_counts[b]; j++) {
             unsigned char want = 0;
-            for (int p = 0; p < n; p++) want ^= tc_byte(p, b, (size_t)r * co_counts[b] + j);
+            for (int p = 0; p < n; p++)
+                want ^= tc_byte(p, b, (size_t)r * co_counts[b] + j);
             TC_REQUIRE((unsigned char)rb[b][j] == want, "reduce_scatter buf %d [%zu]", b, j);
         }
         tc_free(sb[b]), tc_free(rb[b]);
@@ -241,7 +247,8 @@ static int co_others(cc_comm_t *comm)
 static int coalesced(cc_comm_t *comm)
 {
     if (co_allreduce(comm, CC_FLOAT32, CC_SUM, 0) || co_allreduce(comm, CC_INT32, CC_AVG, 1) ||
-        co_allreduce(comm, CC_BFLOAT16, CC_PREMUL_SUM, 0) || co_allreduce(comm, CC_UINT8, CC_MAX, 1))
+        co_allreduce(comm, CC_BFLOAT16, CC_PREMUL_SUM, 0) ||
+        co_allreduce(comm, CC_UINT8, CC_MAX, 1))
         return 1;
     return co_others(comm);
 }
@@ -268,7 +275,8 @@ static int check_blob(const cc_bytes_t *b, size_t i, int who, int blk, size_t le
 static char *pattern(int r, int blk, size_t len)
 {
     char *p = malloc(len + 1);
-    for (size_t j = 0; j < len; j++) p[j] = (char)tc_byte(r, blk, j);
+    for (size_t j = 0; j < len; j++)
+        p[j] = (char)tc_byte(r, blk, j);
     return p;
 }
 
@@ -288,7 +296,8 @@ static int bytes_colls(cc_comm_t *comm)
     int root = n - 1;
     size_t blen_root = r == root ? 12345 : 0;
     char *rootdata = pattern(root, 1, 12345);
-    TC_REQUIRE(cc_broadcast_bytes(comm, rootdata, blen_root, root, NULL, &out, NULL) == CC_OK, "bb");
+    TC_REQUIRE(cc_broadcast_bytes(comm, rootdata, blen_root, root, NULL, &out, NULL) == CC_OK,
+               "bb");
     if (check_blob(out, 0, root, 1, 12345, "broadcast_bytes")) return 1;
     cc_bytes_free(out);
     out = (cc_bytes_t *)1;
@@ -299,11 +308,14 @@ static int bytes_colls(cc_comm_t *comm)
     cc_bytes_free(out);
     const void **bufs = calloc((size_t)n, sizeof(*bufs));
     size_t *lens = calloc((size_t)n, sizeof(*lens));
-    for (int p = 0; p < n; p++) lens[p] = blen(p) * 3, bufs[p] = pattern(n / 2, p, lens[p]);
-    TC_REQUIRE(cc_scatter_bytes(comm, bufs, lens, n / 2, NULL, &out, NULL) == CC_OK, "scatter_bytes");
+    for (int p = 0; p < n; p++)
+        lens[p] = blen(p) * 3, bufs[p] = pattern(n / 2, p, lens[p]);
+    TC_REQUIRE(cc_scatter_bytes(comm, bufs, lens, n / 2, NULL, &out, NULL) == CC_OK,
+               "scatter_bytes");
     if (check_blob(out, 0, n / 2, r, blen(r) * 3, "scatter_bytes")) return 1;
     cc_bytes_free(out);
-    for (int p = 0; p < n; p++) free((void *)bufs[p]);
+    for (int p = 0; p < n; p++)
+        free((void *)bufs[p]);
     free(bufs), free(lens), free(rootdata), free(mine);
     return 0;
 }
@@ -357,7 +369,8 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     (void)arg;
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
-    if (groups(comm) || coalesced(comm) || bytes_colls(comm) || bytes_p2p(comm) || mbarrier_ok(comm))
+    if (groups(comm) || coalesced(comm) || bytes_colls(comm) || bytes_p2p(comm) ||
+        mbarrier_ok(comm))
         return 1;
     TC_REQUIRE(cc_comm_destroy(comm) == CC_OK, "destroy");
     return 0;
@@ -432,17 +445,61 @@ static void late(int n, const char *tp, const char *who)
     assert_int_equal(cc_test_fork_ranks(n, late_rank, (void *)who, 60, envs, NULL), 0);
 }
 
-static void test_1(void **s) { (void)s; run(1, "auto"); }
-static void test_2_shm(void **s) { (void)s; run(2, "auto"); }
-static void test_3_shm(void **s) { (void)s; run(3, "auto"); }
-static void test_5_shm(void **s) { (void)s; run(5, "auto"); }
-static void test_8_shm(void **s) { (void)s; run(8, "auto"); }
-static void test_2_tcp(void **s) { (void)s; run(2, "tcp"); }
-static void test_4_tcp(void **s) { (void)s; run(4, "tcp"); }
-static void test_7_tcp(void **s) { (void)s; run(7, "tcp"); }
-static void test_late_shm(void **s) { (void)s; late(4, "auto", NULL); }
-static void test_late_tcp(void **s) { (void)s; late(3, "tcp", NULL); }
-static void test_late_root(void **s) { (void)s; late(3, "auto", "root"); }
+static void test_1(void **s)
+{
+    (void)s;
+    run(1, "auto");
+}
+static void test_2_shm(void **s)
+{
+    (void)s;
+    run(2, "auto");
+}
+static void test_3_shm(void **s)
+{
+    (void)s;
+    run(3, "auto");
+}
+static void test_5_shm(void **s)
+{
+    (void)s;
+    run(5, "auto");
+}
+static void test_8_shm(void **s)
+{
+    (void)s;
+    run(8, "auto");
+}
+static void test_2_tcp(void **s)
+{
+    (void)s;
+    run(2, "tcp");
+}
+static void test_4_tcp(void **s)
+{
+    (void)s;
+    run(4, "tcp");
+}
+static void test_7_tcp(void **s)
+{
+    (void)s;
+    run(7, "tcp");
+}
+static void test_late_shm(void **s)
+{
+    (void)s;
+    late(4, "auto", NULL);
+}
+static void test_late_tcp(void **s)
+{
+    (void)s;
+    late(3, "tcp", NULL);
+}
+static void test_late_root(void **s)
+{
+    (void)s;
+    late(3, "auto", "root");
+}
 static void test_unmatched(void **s)
 {
     (void)s;

@@ -43,7 +43,8 @@ static const cc_op_opts_t *opts_of(const struct tcase *c, cc_op_opts_t *o)
 /* n elements of this rank's input, element i being global element first + i. */
 static void fill(const struct tcase *c, void *buf, size_t first, size_t n)
 {
-    for (size_t i = 0; i < n; i++) tc_put(buf, c->dt, i, tc_input(c->r, first + i, c->op));
+    for (size_t i = 0; i < n; i++)
+        tc_put(buf, c->dt, i, tc_input(c->r, first + i, c->op));
 }
 
 static int check(const struct tcase *c, const void *buf, size_t first, size_t n, const char *what)
@@ -64,8 +65,8 @@ static int t_allreduce(const struct tcase *c)
     fill(c, sb, 0, c->count);
     cc_op_opts_t o;
     cc_work_t *w = NULL;
-    cc_status_t st = cc_allreduce(c->comm, sb, rb, c->count, c->dt, c->op, opts_of(c, &o),
-                                  c->async ? &w : NULL);
+    cc_status_t st =
+        cc_allreduce(c->comm, sb, rb, c->count, c->dt, c->op, opts_of(c, &o), c->async ? &w : NULL);
     st = finish(st, w);
     TC_REQUIRE(st == CC_OK, "allreduce: %s", cc_status_name(st));
     if (check(c, rb, 0, c->count, "allreduce")) return 1;
@@ -203,7 +204,8 @@ static void random_fill(void *buf, cc_dtype_t dt, size_t n, unsigned seed)
 static uint64_t hash(const void *p, size_t len)
 {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
     return h;
 }
 
@@ -254,21 +256,81 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
 }
 
 #define RUN(n, tp) assert_int_equal(tc_run(n, tp, rank_main, 900), 0)
-static void test_1(void **s) { (void)s; RUN(1, "auto"); }
-static void test_2_shm(void **s) { (void)s; RUN(2, "auto"); }
-static void test_3_shm(void **s) { (void)s; RUN(3, "auto"); }
-static void test_4_shm(void **s) { (void)s; RUN(4, "auto"); }
-static void test_5_shm(void **s) { (void)s; RUN(5, "auto"); }
-static void test_6_shm(void **s) { (void)s; RUN(6, "auto"); }
-static void test_7_shm(void **s) { (void)s; RUN(7, "auto"); }
-static void test_8_shm(void **s) { (void)s; RUN(8, "auto"); }
-static void test_2_tcp(void **s) { (void)s; RUN(2, "tcp"); }
-static void test_3_tcp(void **s) { (void)s; RUN(3, "tcp"); }
-static void test_4_tcp(void **s) { (void)s; RUN(4, "tcp"); }
-static void test_5_tcp(void **s) { (void)s; RUN(5, "tcp"); }
-static void test_6_tcp(void **s) { (void)s; RUN(6, "tcp"); }
-static void test_7_tcp(void **s) { (void)s; RUN(7, "tcp"); }
-static void test_8_tcp(void **s) { (void)s; RUN(8, "tcp"); }
+static void test_1(void **s)
+{
+    (void)s;
+    RUN(1, "auto");
+}
+static void test_2_shm(void **s)
+{
+    (void)s;
+    RUN(2, "auto");
+}
+static void test_3_shm(void **s)
+{
+    (void)s;
+    RUN(3, "auto");
+}
+static void test_4_shm(void **s)
+{
+    (void)s;
+    RUN(4, "auto");
+}
+static void test_5_shm(void **s)
+{
+    (void)s;
+    RUN(5, "auto");
+}
+static void test_6_shm(void **s)
+{
+    (void)s;
+    RUN(6, "auto");
+}
+static void test_7_shm(void **s)
+{
+    (void)s;
+    RUN(7, "auto");
+}
+static void test_8_shm(void **s)
+{
+    (void)s;
+    RUN(8, "auto");
+}
+static void test_2_tcp(void **s)
+{
+    (void)s;
+    RUN(2, "tcp");
+}
+static void test_3_tcp(void **s)
+{
+    (void)s;
+    RUN(3, "tcp");
+}
+static void test_4_tcp(void **s)
+{
+    (void)s;
+    RUN(4, "tcp");
+}
+static void test_5_tcp(void **s)
+{
+    (void)s;
+    RUN(5, "tcp");
+}
+static void test_6_tcp(void **s)
+{
+    (void)s;
+    RUN(6, "tcp");
+}
+static void test_7_tcp(void **s)
+{
+    (void)s;
+    RUN(7, "tcp");
+}
+static void test_8_tcp(void **s)
+{
+    (void)s;
+    RUN(8, "tcp");
+}
 
 int main(int argc, char **argv)
 {
@@ -278,11 +340,14 @@ int main(int argc, char **argv)
             return 77;
         }
         const struct CMUnitTest all[] = {
-            cmocka_unit_test(test_1),     cmocka_unit_test(test_2_shm), cmocka_unit_test(test_3_shm),
-            cmocka_unit_test(test_4_shm), cmocka_unit_test(test_5_shm), cmocka_unit_test(test_6_shm),
-            cmocka_unit_test(test_7_shm), cmocka_unit_test(test_8_shm), cmocka_unit_test(test_2_tcp),
-            cmocka_unit_test(test_3_tcp), cmocka_unit_test(test_4_tcp), cmocka_unit_test(test_5_tcp),
-            cmocka_unit_test(test_6_tcp), cmocka_unit_test(test_7_tcp), cmocka_unit_test(test_8_tcp),
+            cmocka_unit_test(test_1),     cmocka_unit_test(test_2_shm),
+            cmocka_unit_test(test_3_shm), cmocka_unit_test(test_4_shm),
+            cmocka_unit_test(test_5_shm), cmocka_unit_test(test_6_shm),
+            cmocka_unit_test(test_7_shm), cmocka_unit_test(test_8_shm),
+            cmocka_unit_test(test_2_tcp), cmocka_unit_test(test_3_tcp),
+            cmocka_unit_test(test_4_tcp), cmocka_unit_test(test_5_tcp),
+            cmocka_unit_test(test_6_tcp), cmocka_unit_test(test_7_tcp),
+            cmocka_unit_test(test_8_tcp),
         };
         return cmocka_run_group_tests(all, NULL, NULL);
     }

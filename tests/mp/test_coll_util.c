@@ -30,7 +30,8 @@ uint64_t tc_key(int a, int b, int c, int d, int e)
 {
     uint64_t h = 1469598103934665603ull;
     int v[5] = {a, b, c, d, e};
-    for (int i = 0; i < 5; i++) h = (h ^ (uint64_t)(unsigned)v[i]) * 1099511628211ull;
+    for (int i = 0; i < 5; i++)
+        h = (h ^ (uint64_t)(unsigned)v[i]) * 1099511628211ull;
     return h ^ (h >> 29);
 }
 
@@ -42,7 +43,7 @@ int tc_pick(uint64_t key, unsigned every)
 double tc_input(int r, size_t i, cc_redop_t op)
 {
     if (op == CC_PROD) return (double)(1 + ((r + (int)(i % 7)) % 2)); /* 8 ranks: <= 2^4 */
-    return (double)((r * 7 + (int)(i % 13)) % 15);                     /* 8 ranks: sums <= 112 */
+    return (double)((r * 7 + (int)(i % 13)) % 15);                    /* 8 ranks: sums <= 112 */
 }
 
 /* v as the dtype holds it. */
@@ -70,17 +71,32 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
             continue;
         }
         switch (op) {
-        case CC_PROD: acc *= x; break;
-        case CC_MIN: acc = x < acc ? x : acc; break;
-        case CC_MAX: acc = x > acc ? x : acc; break;
-        case CC_BAND: acc = (double)((uint64_t)acc & (uint64_t)x); break;
-        case CC_BOR: acc = (double)((uint64_t)acc | (uint64_t)x); break;
-        case CC_BXOR: acc = (double)((uint64_t)acc ^ (uint64_t)x); break;
-        default: acc += x;
+        case CC_PROD:
+            acc *= x;
+            break;
+        case CC_MIN:
+            acc = x < acc ? x : acc;
+            break;
+        case CC_MAX:
+            acc = x > acc ? x : acc;
+            break;
+        case CC_BAND:
+            acc = (double)((uint64_t)acc & (uint64_t)x);
+            break;
+        case CC_BOR:
+            acc = (double)((uint64_t)acc | (uint64_t)x);
+            break;
+        case CC_BXOR:
+            acc = (double)((uint64_t)acc ^ (uint64_t)x);
+            break;
+        default:
+            acc += x;
         }
     }
-    if (op == CC_AVG && dt <= CC_UINT64) acc = trunc(acc / n);
-    else if (op == CC_AVG) acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);
+    if (op == CC_AVG && dt <= CC_UINT64)
+        acc = trunc(acc / n);
+    else if (op == CC_AVG)
+        acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);
     return as_dtype(acc, dt);
 }
 
@@ -99,16 +115,36 @@ void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
         double d;
     } u;
     switch (dt) {
-    case CC_INT8: u.i8 = (int8_t)v; break;
-    case CC_UINT8: u.u8 = (uint8_t)v; break;
-    case CC_INT32: u.i32 = (int32_t)v; break;
-    case CC_UINT32: u.u32 = (uint32_t)v; break;
-    case CC_INT64: u.i64 = (int64_t)v; break;
-    case CC_UINT64: u.u64 = (uint64_t)v; break;
-    case CC_FLOAT16: u.h = cc__float_to_half((float)v); break;
-    case CC_BFLOAT16: u.h = cc__float_to_bfloat16((float)v); break;
-    case CC_FLOAT32: u.f = (float)v; break;
-    default: u.d = v; break;
+    case CC_INT8:
+        u.i8 = (int8_t)v;
+        break;
+    case CC_UINT8:
+        u.u8 = (uint8_t)v;
+        break;
+    case CC_INT32:
+        u.i32 = (int32_t)v;
+        break;
+    case CC_UINT32:
+        u.u32 = (uint32_t)v;
+        break;
+    case CC_INT64:
+        u.i64 = (int64_t)v;
+        break;
+    case CC_UINT64:
+        u.u64 = (uint64_t)v;
+        break;
+    case CC_FLOAT16:
+        u.h = cc__float_to_half((float)v);
+        break;
+    case CC_BFLOAT16:
+        u.h = cc__float_to_bfloat16((float)v);
+        break;
+    case CC_FLOAT32:
+        u.f = (float)v;
+        break;
+    default:
+        u.d = v;
+        break;
     }
     memcpy((char *)buf + i * es, &u, es);
 }
@@ -129,16 +165,26 @@ double tc_get(const void *buf, cc_dtype_t dt, size_t i)
     } u;
     memcpy(&u, (const char *)buf + i * es, es);
     switch (dt) {
-    case CC_INT8: return u.i8;
-    case CC_UINT8: return u.u8;
-    case CC_INT32: return u.i32;
-    case CC_UINT32: return u.u32;
-    case CC_INT64: return (double)u.i64;
-    case CC_UINT64: return (double)u.u64;
-    case CC_FLOAT16: return cc__half_to_float(u.h);
-    case CC_BFLOAT16: return cc__bfloat16_to_float(u.h);
-    case CC_FLOAT32: return u.f;
-    default: return u.d;
+    case CC_INT8:
+        return u.i8;
+    case CC_UINT8:
+        return u.u8;
+    case CC_INT32:
+        return u.i32;
+    case CC_UINT32:
+        return u.u32;
+    case CC_INT64:
+        return (double)u.i64;
+    case CC_UINT64:
+        return (double)u.u64;
+    case CC_FLOAT16:
+        return cc__half_to_float(u.h);
+    case CC_BFLOAT16:
+        return cc__bfloat16_to_float(u.h);
+    case CC_FLOAT32:
+        return u.f;
+    default:
+        return u.d;
     }
 }
 
@@ -180,6 +226,7 @@ int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void 
     snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", transport);
     snprintf(full, sizeof(full), "CCTEST_NIGHTLY=%d", tc_full());
     const char *envs[] = {env, full, "CCOMM_TIMEOUT=120", NULL};
-    fprintf(stderr, "-- %d ranks, transport %s%s\n", n, transport, tc_full() ? " (full matrix)" : "");
+    fprintf(stderr, "-- %d ranks, transport %s%s\n", n, transport,
+            tc_full() ? " (full matrix)" : "");
     return cc_test_fork_ranks(n, fn, NULL, timeout_s, envs, NULL);
 }

@@ -61,7 +61,7 @@ void tc_force(cc_op_type_t type, const char *name);
 #define TC_REQUIRE(cond, ...)                                                                      \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: rank check failed: %s: ", __FILE__, __LINE__, #cond);         \
+            fprintf(stderr, "%s:%d: rank check failed: %s: ", __FILE__, __LINE__, #cond);          \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fprintf(stderr, "\n");                                                                 \
             return 1;                                                                              \
