@@ -38,15 +38,8 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
     }
     cc__req_t *rq = cc__native_reqs(nc, 2 * n);
     if (!rq) return CC_ERR_NO_MEMORY;
-    uint32_t tag = cc__coll_tag(op, 0);
-    for (int i = 1; i < n; i++) { /* start with the neighbours, as the pairwise order would */
-        int from = (r - i + n) % n, to = (r + i) % n;
-        size_t rc = cc__blk_count(rb, from), sc = cc__blk_count(sb, to);
-        CC_CHECK(cc__net_irecv(nc->net, from, tag, rc ? out + cc__blk_displ(rb, from) * es : NULL,
-                               rc * es, &rq[i]));
-        CC_CHECK(cc__net_isend(nc->net, to, tag, sc ? in + cc__blk_displ(sb, to) * es : NULL,
-                               sc * es, &rq[n + i]));
-    }
+    CC_CHECK(cc__post_blocks(nc, op, rb, out, 0, r, rq));
+    CC_CHECK(cc__post_blocks(nc, op, sb, (char *)in, 1, r, rq + n));
     size_t own = cc__blk_count(rb, r);
     char *dst = own ? out + cc__blk_displ(rb, r) * es : NULL;
     const char *src = own ? in + cc__blk_displ(sb, r) * es : NULL;
@@ -56,15 +49,6 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
 
 cc_status_t cc__alltoall_linear(cc__native_t *nc, cc__op_t *op)
 {
-    size_t cnt = op->info.in_count / (size_t)nc->size;
-    if (!cnt) return CC_OK; /* every rank passed count 0 */
-    cc__blocks_t b = {.count = cnt};
-    return run(nc, op, &b, &b);
-}
-
-cc_status_t cc__alltoallv_linear(cc__native_t *nc, cc__op_t *op)
-{
-    cc__blocks_t sb = {.counts = op->send_counts, .displs = op->send_displs};
-    cc__blocks_t rb = {.counts = op->recv_counts, .displs = op->recv_displs};
-    return run(nc, op, &sb, &rb);
+    cc__blocks_t sb, rb;
+    return cc__op_blocks(nc, op, &sb, &rb) ? run(nc, op, &sb, &rb) : CC_OK;
 }

@@ -47,15 +47,6 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
 
 cc_status_t cc__alltoall_pairwise(cc__native_t *nc, cc__op_t *op)
 {
-    size_t cnt = op->info.in_count / (size_t)nc->size;
-    if (!cnt) return CC_OK; /* every rank passed count 0 */
-    cc__blocks_t b = {.count = cnt};
-    return run(nc, op, &b, &b);
-}
-
-cc_status_t cc__alltoallv_pairwise(cc__native_t *nc, cc__op_t *op)
-{
-    cc__blocks_t sb = {.counts = op->send_counts, .displs = op->send_displs};
-    cc__blocks_t rb = {.counts = op->recv_counts, .displs = op->recv_displs};
-    return run(nc, op, &sb, &rb);
+    cc__blocks_t sb, rb;
+    return cc__op_blocks(nc, op, &sb, &rb) ? run(nc, op, &sb, &rb) : CC_OK;
 }

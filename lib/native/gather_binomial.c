@@ -11,16 +11,9 @@
 #include "log.h"
 #include "native.h"
 
-/* Blocks of the subtree of relative rank v (the root's: all n). */
-static int subtree(int v, int n)
-{
-    int low = v ? v & -v : n;
-    return low < n - v ? low : n - v;
-}
-
 cc_status_t cc__gather_binomial(cc__native_t *nc, cc__op_t *op)
 {
-    int n = nc->size, root = op->info.root, v = (nc->rank - root + n) % n, sub = subtree(v, n);
+    int n = nc->size, root = op->info.root, v = (nc->rank - root + n) % n, sub = cc__subtree(v, n);
     size_t blk = op->info.in_count * cc_dtype_size(op->info.dtype);
     if (!blk) return CC_OK;
     const char *in = op->info.sendbuf;

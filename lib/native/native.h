@@ -159,6 +159,28 @@ static inline size_t cc__blk_displ(const cc__blocks_t *b, int r)
     return (size_t)r * b->count;
 }
 
+/*
+ * The layouts of a gather, scatter or all-to-all op, uniform or v (sb: what
+ * this rank sends, rb: what it receives). Returns 0 when the uniform count
+ * is 0 on every rank: nothing to move.
+ */
+int cc__op_blocks(const cc__native_t *nc, const cc__op_t *op, cc__blocks_t *sb, cc__blocks_t *rb);
+
+/*
+ * Post a send (send = 1) or a receive of block p of `base` (layout blk) to
+ * or from every rank p but `skip`, into rq[p], neighbours first. The linear
+ * algorithms are this plus a local copy.
+ */
+cc_status_t cc__post_blocks(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, char *base,
+                            int send, int skip, cc__req_t *rq);
+
+/* Blocks in the binomial subtree of relative rank v (v..v+lowbit(v)-1; the root's: all n). */
+static inline int cc__subtree(int v, int n)
+{
+    int low = v ? v & -v : n;
+    return low < n - v ? low : n - v;
+}
+
 /* Largest block. */
 size_t cc__blk_max(const cc__blocks_t *b, int n);
 
@@ -203,16 +225,13 @@ cc_status_t cc__allgatherv_ring(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allgather_bruck(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_scatter_ring(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_scatterv_ring(cc__native_t *nc, cc__op_t *op);
+/* These take the uniform and the v form alike (all-to-all(v), gather(v), scatter(v)). */
 cc_status_t cc__alltoall_pairwise(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__alltoallv_pairwise(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__alltoall_linear(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__alltoallv_linear(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__gather_binomial(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__gather_linear(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__gatherv_linear(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__scatter_binomial(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__scatter_linear(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__scatterv_linear(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__gather_binomial(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__scatter_binomial(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__monitored_barrier_all_to_one(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__group_batch(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__coalesced_packed(cc__native_t *nc, cc__op_t *op);

@@ -140,3 +140,44 @@ void cc__native_settle(cc__native_t *nc, cc_status_t why)
     }
     nc->nreqs = 0;
 }
+
+int cc__op_blocks(const cc__native_t *nc, const cc__op_t *op, cc__blocks_t *sb, cc__blocks_t *rb)
+{
+    if (op->send_counts || op->recv_counts) { /* a v form: the arrays the API filled */
+        *sb = (cc__blocks_t){.counts = op->send_counts, .displs = op->send_displs};
+        *rb = (cc__blocks_t){.counts = op->recv_counts, .displs = op->recv_displs};
+        return 1;
+    }
+    /* Uniform: the block is what this rank sends to, or receives from, each rank. */
+    size_t in = op->info.in_count, out = op->info.out_count, n = (size_t)nc->size, cnt;
+    switch (op->info.type) {
+    case CC_OP_GATHER:
+        cnt = in;
+        break;
+    case CC_OP_SCATTER:
+        cnt = out;
+        break;
+    default:
+        cnt = in / n;
+        break; /* all-to-all */
+    }
+    *sb = *rb = (cc__blocks_t){.count = cnt};
+    return cnt != 0; /* every rank passed the same count: 0 moves nothing anywhere */
+}
+
+cc_status_t cc__post_blocks(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, char *base,
+                            int send, int skip, cc__req_t *rq)
+{
+    size_t es = cc_dtype_size(op->info.dtype);
+    uint32_t tag = cc__coll_tag(op, 0);
+    for (int i = 1; i <= nc->size; i++) { /* neighbours first, as a pairwise order would */
+        int p = send ? (nc->rank + i) % nc->size : (nc->rank - i + nc->size) % nc->size;
+        if (p == skip) continue;
+        size_t cnt = cc__blk_count(blk, p);
+        char *b = cnt ? base + cc__blk_displ(blk, p) * es : NULL;
+        cc__req_t *req = &rq[p];
+        CC_CHECK(send ? cc__net_isend(nc->net, p, tag, b, cnt * es, req)
+                      : cc__net_irecv(nc->net, p, tag, b, cnt * es, req));
+    }
+    return CC_OK;
+}

@@ -1,7 +1,10 @@
 /* test_coll_util.c - helpers of the collective tests (see test_coll_util.h). */
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "kernels/kernels.h"
 #include "mp.h"
@@ -100,20 +103,22 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
     return as_dtype(acc, dt);
 }
 
+/* One element of any dtype. */
+typedef union {
+    int8_t i8;
+    uint8_t u8;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+    uint16_t h;
+    float f;
+    double d;
+} tc_elem_t;
+
 void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
 {
-    size_t es = cc_dtype_size(dt);
-    union {
-        int8_t i8;
-        uint8_t u8;
-        int32_t i32;
-        uint32_t u32;
-        int64_t i64;
-        uint64_t u64;
-        uint16_t h;
-        float f;
-        double d;
-    } u;
+    tc_elem_t u;
     switch (dt) {
     case CC_INT8:
         u.i8 = (int8_t)v;
@@ -146,24 +151,13 @@ void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
         u.d = v;
         break;
     }
-    memcpy((char *)buf + i * es, &u, es);
+    memcpy((char *)buf + i * cc_dtype_size(dt), &u, cc_dtype_size(dt));
 }
 
 double tc_get(const void *buf, cc_dtype_t dt, size_t i)
 {
-    size_t es = cc_dtype_size(dt);
-    union {
-        int8_t i8;
-        uint8_t u8;
-        int32_t i32;
-        uint32_t u32;
-        int64_t i64;
-        uint64_t u64;
-        uint16_t h;
-        float f;
-        double d;
-    } u;
-    memcpy(&u, (const char *)buf + i * es, es);
+    tc_elem_t u;
+    memcpy(&u, (const char *)buf + i * cc_dtype_size(dt), cc_dtype_size(dt));
     switch (dt) {
     case CC_INT8:
         return u.i8;
@@ -229,4 +223,40 @@ int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void 
     fprintf(stderr, "-- %d ranks, transport %s%s\n", n, transport,
             tc_full() ? " (full matrix)" : "");
     return cc_test_fork_ranks(n, fn, NULL, timeout_s, envs, NULL);
+}
+
+static int (*g_rank_fn)(int, int, const char *, void *);
+static int g_timeout;
+
+static void job(void **state)
+{
+    const tc_job_t *j = *state;
+    assert_int_equal(tc_run(j->n, j->transport, g_rank_fn, g_timeout), 0);
+}
+
+int tc_main(int argc, char **argv, int (*fn)(int, int, const char *, void *),
+            const tc_job_t *sample, int nsample, int timeout_s)
+{
+    static tc_job_t all[16];
+    static char names[16][16];
+    struct CMUnitTest tests[16];
+    int nightly = argc > 1 && !strcmp(argv[1], "nightly"), k = 0;
+    if (nightly && !tc_full()) {
+        printf("skipped: the full matrix runs with CCTEST_NIGHTLY=1 (ctest -L nightly)\n");
+        return 77;
+    }
+    if (!nightly) tc_set_full(0);
+    for (int n = 1; nightly && n <= 8; n++)
+        for (int t = 0; t < 2 && !(n == 1 && t); t++)
+            all[k++] = (tc_job_t){n, t ? "tcp" : "auto"};
+    const tc_job_t *jobs = nightly ? all : sample;
+    int njobs = nightly ? k : nsample < 16 ? nsample : 16;
+    g_rank_fn = fn;
+    g_timeout = timeout_s;
+    for (int i = 0; i < njobs; i++) {
+        snprintf(names[i], sizeof(names[i]), "%d_%s", jobs[i].n,
+                 strcmp(jobs[i].transport, "tcp") ? "shm" : "tcp");
+        tests[i] = (struct CMUnitTest){names[i], job, NULL, NULL, (void *)&jobs[i]};
+    }
+    return _cmocka_run_group_tests("matrix", tests, (size_t)njobs, NULL, NULL);
 }

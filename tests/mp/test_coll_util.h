@@ -74,4 +74,19 @@ cc_comm_t *tc_init(int rank, int size, const char *addr);
 /* Run fn on n forked ranks over `transport`; returns the failed ranks. */
 int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void *), int timeout_s);
 
+/* A job of the matrix: how many ranks, over which transport ("auto": shm, or "tcp"). */
+typedef struct tc_job {
+    int n;
+    const char *transport;
+} tc_job_t;
+
+/*
+ * The main of a matrix test: one cmocka test per job, each forking its ranks
+ * to run fn. Without arguments the `sample` jobs run a sample of the matrix
+ * (CI); with "nightly" every rank count 1-8 over shm and TCP runs the whole
+ * matrix, or the test is skipped (77) unless CCTEST_NIGHTLY=1.
+ */
+int tc_main(int argc, char **argv, int (*fn)(int, int, const char *, void *),
+            const tc_job_t *sample, int nsample, int timeout_s);
+
 #endif /* CC_TEST_COLL_UTIL_H */
