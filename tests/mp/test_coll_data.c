@@ -26,13 +26,6 @@ struct tcase {
     size_t count, es, off;
 };
 
-static cc_status_t finish(cc_status_t st, cc_work_t *w)
-{
-    if (st == CC_OK && w) st = cc_work_wait(w, -1);
-    cc_work_free(w);
-    return st;
-}
-
 #define WORK(c) ((c)->async ? &w : NULL)
 
 static void fill_block(char *p, size_t bytes, int r, int blk)
@@ -82,7 +75,7 @@ static int t_broadcast(const struct tcase *c)
     }
     cc_work_t *w = NULL;
     cc_status_t st = cc_broadcast(c->comm, sb, rb, c->count, c->dt, c->root, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "broadcast: %s", cc_status_name(st));
     if (check_block(c, rb, bytes, c->root, 0, "broadcast")) return 1;
     if (sb != rb) tc_free(sb);
@@ -99,7 +92,7 @@ static int t_allgather(const struct tcase *c)
     fill_block(sb, bytes, c->r, 0);
     cc_work_t *w = NULL;
     cc_status_t st = cc_allgather(c->comm, sb, rb, c->count, c->dt, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "allgather: %s", cc_status_name(st));
     for (int p = 0; p < c->n; p++)
         if (check_block(c, rb + (size_t)p * bytes, bytes, p, 0, "allgather")) return 1;
@@ -148,7 +141,7 @@ static int t_allgatherv(const struct tcase *c)
     cc_status_t st =
         cc_allgatherv(c->comm, sb, rb, cnt[c->r], cnt, c->packed ? NULL : d, c->dt, NULL, WORK(c));
     if (c->async) memset(cnt, 0, (size_t)c->n * sizeof(*cnt)); /* the call copied them */
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "allgatherv: %s", cc_status_name(st));
     for (int p = 0; p < c->n; p++)
         cnt[p] = vcount(c, p, p);
@@ -169,7 +162,7 @@ static int t_alltoall(const struct tcase *c)
     if (!c->inplace) memset(rb, FILL, all);
     cc_work_t *w = NULL;
     cc_status_t st = cc_alltoall(c->comm, sb, rb, c->count, c->dt, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "alltoall: %s", cc_status_name(st));
     for (int p = 0; p < c->n; p++)
         if (check_block(c, rb + (size_t)p * bytes, bytes, p, c->r, "alltoall")) return 1;
@@ -194,7 +187,7 @@ static int t_alltoallv(const struct tcase *c)
     const size_t *rdp = c->packed ? NULL : rd, *sdp = c->packed ? NULL : sd;
     cc_status_t st =
         cc_alltoallv(c->comm, sb, rb, c->inplace ? NULL : sc, sdp, rc, rdp, c->dt, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "alltoallv: %s", cc_status_name(st));
     if (check_v(c, rb, rc, rd, re, same_rank, 1, "alltoallv")) return 1;
     if (!c->inplace) tc_free(sb);
@@ -213,7 +206,7 @@ static int t_gather(const struct tcase *c)
     fill_block(sb, bytes, c->r, 0);
     cc_work_t *w = NULL;
     cc_status_t st = cc_gather(c->comm, sb, rb, c->count, c->dt, c->root, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "gather: %s", cc_status_name(st));
     for (int p = 0; me && p < c->n; p++)
         if (check_block(c, rb + (size_t)p * bytes, bytes, p, 0, "gather")) return 1;
@@ -236,7 +229,7 @@ static int t_gatherv(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st = cc_gatherv(c->comm, sb, rb, cnt[c->r], me ? cnt : NULL,
                                 me && !c->packed ? d : NULL, c->dt, c->root, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "gatherv: %s", cc_status_name(st));
     if (me && check_v(c, rb, cnt, d, ext, same_rank, 0, "gatherv")) return 1;
     if (!(me && c->inplace)) tc_free(sb);
@@ -257,7 +250,7 @@ static int t_scatter(const struct tcase *c)
     if (!(me && c->inplace)) memset(rb, FILL, bytes);
     cc_work_t *w = NULL;
     cc_status_t st = cc_scatter(c->comm, sb, rb, c->count, c->dt, c->root, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "scatter: %s", cc_status_name(st));
     if (check_block(c, rb, bytes, c->root, c->r, "scatter")) return 1;
     if (!(me && c->inplace)) tc_free(rb);
@@ -280,7 +273,7 @@ static int t_scatterv(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st = cc_scatterv(c->comm, sb, rb, me ? cnt : NULL, me && !c->packed ? d : NULL,
                                  cnt[c->r], c->dt, c->root, NULL, WORK(c));
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "scatterv: %s", cc_status_name(st));
     if (check_block(c, rb, mine, c->root, c->r, "scatterv")) return 1;
     if (!(me && c->inplace)) tc_free(rb);

@@ -26,13 +26,6 @@ struct tcase {
     size_t count, es, off;
 };
 
-static cc_status_t finish(cc_status_t st, cc_work_t *w)
-{
-    if (st == CC_OK && w) st = cc_work_wait(w, -1);
-    cc_work_free(w);
-    return st;
-}
-
 static const cc_op_opts_t *opts_of(const struct tcase *c, cc_op_opts_t *o)
 {
     *o = (cc_op_opts_t)CC_OP_OPTS_INIT;
@@ -67,7 +60,7 @@ static int t_allreduce(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st =
         cc_allreduce(c->comm, sb, rb, c->count, c->dt, c->op, opts_of(c, &o), c->async ? &w : NULL);
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "allreduce: %s", cc_status_name(st));
     if (check(c, rb, 0, c->count, "allreduce")) return 1;
     if (rb != sb) tc_free(rb);
@@ -86,7 +79,7 @@ static int t_reduce(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st = cc_reduce(c->comm, sb, rb, c->count, c->dt, c->op, c->root, opts_of(c, &o),
                                c->async ? &w : NULL);
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "reduce: %s", cc_status_name(st));
     if (me && check(c, rb, 0, c->count, "reduce")) return 1;
     if (rb != sb) tc_free(rb);
@@ -104,7 +97,7 @@ static int t_reduce_scatter(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st = cc_reduce_scatter(c->comm, sb, rb, c->count, c->dt, c->op, opts_of(c, &o),
                                        c->async ? &w : NULL);
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "reduce_scatter: %s", cc_status_name(st));
     if (check(c, rb, (size_t)c->r * c->count, c->count, "reduce_scatter")) return 1;
     if (!c->inplace) tc_free(rb);
@@ -127,7 +120,7 @@ static int t_reduce_scatterv(const struct tcase *c)
     cc_work_t *w = NULL;
     cc_status_t st = cc_reduce_scatterv(c->comm, sb, rb, cnt, c->dt, c->op, opts_of(c, &o),
                                         c->async ? &w : NULL);
-    st = finish(st, w);
+    st = tc_finish(st, w);
     TC_REQUIRE(st == CC_OK, "reduce_scatterv: %s", cc_status_name(st));
     if (check(c, rb, first, cnt[c->r], "reduce_scatterv")) return 1;
     if (!c->inplace) tc_free(rb);

@@ -206,6 +206,13 @@ void tc_force(cc_op_type_t type, const char *name)
     cc__native_force(type, name && name[0] ? name : NULL);
 }
 
+cc_status_t tc_finish(cc_status_t st, cc_work_t *w)
+{
+    if (st == CC_OK && w) st = cc_work_wait(w, -1);
+    cc_work_free(w);
+    return st;
+}
+
 cc_comm_t *tc_init(int rank, int size, const char *addr)
 {
     cc_comm_t *comm = NULL;

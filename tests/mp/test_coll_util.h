@@ -68,6 +68,9 @@ void tc_force(cc_op_type_t type, const char *name);
         }                                                                                          \
     } while (0)
 
+/* The status of a call, after waiting for its work handle (if any; freed). */
+cc_status_t tc_finish(cc_status_t st, cc_work_t *w);
+
 /* Init a comm from the harness's arguments. */
 cc_comm_t *tc_init(int rank, int size, const char *addr);
 
