@@ -28,7 +28,8 @@ struct blob_hdr {
 static cc__op_t phase(const cc__op_t *op, cc_op_type_t type, cc_dtype_t dt, const void *in,
                       size_t inc, void *out, size_t outc)
 {
-    cc__op_t sub = *op;
+    cc__op_t sub;
+    cc__sub_op(&sub, op);
     sub.info.type = type;
     sub.info.dtype = dt;
     sub.info.redop = CC_REDOP_COUNT;
@@ -37,9 +38,6 @@ static cc__op_t phase(const cc__op_t *op, cc_op_type_t type, cc_dtype_t dt, cons
     sub.info.in_count = inc;
     sub.info.out_count = outc;
     sub.info.bytes = (inc > outc ? inc : outc) * cc_dtype_size(dt);
-    sub.extra = sub.owned = NULL;
-    sub.release = NULL;
-    sub.send_counts = sub.send_displs = sub.recv_counts = sub.recv_displs = NULL;
     return sub;
 }
 

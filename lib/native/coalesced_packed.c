@@ -28,13 +28,12 @@ struct co {
 /* The plain collective on one piece: `count` is its count argument. */
 static cc_status_t run_piece(struct co *c, const void *in, void *out, size_t count)
 {
-    cc__op_t sub = *c->op;
+    cc__op_t sub;
+    cc__sub_op(&sub, c->op);
     size_t n = (size_t)c->n;
     sub.info.type = c->a->kind;
     sub.info.sendbuf = in;
     sub.info.recvbuf = out;
-    sub.extra = sub.owned = NULL;
-    sub.release = NULL;
     sub.info.in_count = sub.info.out_count = count;
     if (c->a->kind == CC_OP_ALLGATHER) sub.info.out_count = n * count;
     if (c->a->kind == CC_OP_REDUCE_SCATTER) sub.info.in_count = n * count;

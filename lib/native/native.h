@@ -82,6 +82,9 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op);
  */
 cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub);
 
+/* A sub-op of op: its info, comm, deadline and premultiplier; no arguments beyond info. */
+void cc__sub_op(cc__op_t *sub, const cc__op_t *op);
+
 /* Check every CCOMM_ALGO_* name against the table (create time). */
 cc_status_t cc__native_check_forced(void);
 

@@ -181,3 +181,14 @@ cc_status_t cc__post_blocks(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *
     }
     return CC_OK;
 }
+
+void cc__sub_op(cc__op_t *sub, const cc__op_t *op)
+{
+    /* Field by field: the op's state and done words are atomics that waiters touch. */
+    memset(sub, 0, sizeof(*sub));
+    sub->info = op->info;
+    sub->comm = op->comm;
+    sub->deadline_ns = op->deadline_ns;
+    sub->premul_scalar = op->premul_scalar;
+    sub->stream = op->stream;
+}
