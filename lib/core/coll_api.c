@@ -22,6 +22,8 @@ void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **work)
 {
     if (cc__group_active()) {
+        /* Only p2p ops can wait for the group's end: a collective would have to run before
+         * the sends and receives listed ahead of it, which breaks issue order. */
         if (op->info.type == CC_OP_SEND || op->info.type == CC_OP_RECV)
             return cc__group_hold(op, opts, work);
         cc_log_error(CC_SUBSYS_CORE,
@@ -53,6 +55,7 @@ static void describe(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type, cc_dtype_
     op->premul_scalar = opts ? opts->premul_scalar : 1.0;
 }
 
+/* cc_send and cc_recv: one shape, the buffer on the side the type says. */
 static cc_status_t p2p(cc_comm_t *comm, cc_op_type_t type, void *buf, size_t count,
                        cc_dtype_t dtype, int peer, const cc_op_opts_t *opts, cc_work_t **work,
                        const char *fn)
@@ -126,6 +129,7 @@ cc_status_t cc_broadcast(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
     CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
     CC_CHECK(cc__v_rank(comm, root, "root", fn));
     int me = comm->rank == root;
+    /* sendbuf is the root's only; the hooks see NULL elsewhere, whatever was passed. */
     if (me) CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf (on the root)", fn));
     CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
     if (me) CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
@@ -174,6 +178,7 @@ cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbu
     size_t n = (size_t)comm->size;
     CC_CHECK(cc__v_buf(sendbuf, recvcount, "sendbuf", fn));
     CC_CHECK(cc__v_buf(recvbuf, recvcount, "recvbuf", fn));
+    /* NCCL's in-place rule: recvbuf is this rank's own block of sendbuf. */
     const char *mine = sendbuf ? (const char *)sendbuf + (size_t)comm->rank * bytes : NULL;
     CC_CHECK(cc__v_inplace(recvbuf, bytes, sendbuf, n * bytes, mine, fn));
     cc__op_t op;
@@ -200,6 +205,7 @@ cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missi
                      fn, (long long)timeout_ms, max_missing, (void *)missing);
         return CC_ERR_INVALID_ARG;
     }
+    /* The outputs are written by the engine when the op ends: the block carries them there. */
     cc__mbarrier_args_t *a = malloc(sizeof(*a));
     if (!a) return CC_ERR_NO_MEMORY;
     *a = (cc__mbarrier_args_t){timeout_ms, missing, max_missing, nmissing};
@@ -210,6 +216,7 @@ cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missi
     if (opts && opts->timeout_ms > op.info.timeout_ms) op.info.timeout_ms = opts->timeout_ms;
     op.extra = op.owned = a;
     op.release = cc__api_free_owned;
+    /* The door takes the deadline from opts: hand it the one computed here. */
     cc_op_opts_t o = opts ? *opts : (cc_op_opts_t)CC_OP_OPTS_INIT;
     o.timeout_ms = op.info.timeout_ms;
     return cc__api_issue(&op, &o, work);

@@ -17,6 +17,8 @@
 
 cc_bytes_t *cc__bytes_new(size_t count, const size_t *lens)
 {
+    /* One allocation the caller frees with one call: header, offsets, lengths, then blobs
+     * padded to 16 bytes so that each starts aligned for any element type. */
     size_t head = ALIGN16(sizeof(cc_bytes_t) + 2 * count * sizeof(size_t)), data = 0, total = 0;
     for (size_t i = 0; i < count; i++)
         if (lens[i] > (size_t)INT64_MAX - data - 16 ||
@@ -48,6 +50,7 @@ cc_bytes_t *cc__bytes_new(size_t count, const size_t *lens)
     return b;
 }
 
+/* The magic catches a stale or foreign pointer before it is read as a list. */
 static int valid(const cc_bytes_t *b)
 {
     return b && b->magic == CC__BYTES_MAGIC;
@@ -100,6 +103,7 @@ static cc_status_t issue(cc_comm_t *comm, cc_op_type_t type, const void *buf, si
                          int peer, cc_bytes_t **out, const void *const *bufs, const size_t *lens,
                          const cc_op_opts_t *opts, cc_work_t **work)
 {
+    /* The root's list of blobs is copied: an async scatter outlives the caller's arrays. */
     size_t n = bufs ? (size_t)comm->size : 0;
     cc__bytes_args_t *a = malloc(sizeof(*a) + n * (sizeof(void *) + sizeof(size_t)));
     if (!a) return CC_ERR_NO_MEMORY;
@@ -154,7 +158,7 @@ cc_status_t cc_broadcast_bytes(cc_comm_t *comm, const void *buf, size_t len, int
     static const char fn[] = "cc_broadcast_bytes";
     CC_CHECK(cc__v_comm(comm, fn));
     CC_CHECK(cc__v_rank(comm, root, "root", fn));
-    int me = comm->rank == root;
+    int me = comm->rank == root; /* buf and len mean something on the root only */
     CC_CHECK(check(comm, opts, buf, len, me, out, 1, fn));
     return issue(comm, CC_OP_BROADCAST_BYTES, me ? buf : NULL, me ? len : 0, root, -1, out, NULL,
                  NULL, opts, work);

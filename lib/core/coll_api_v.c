@@ -97,6 +97,7 @@ cc_status_t cc_allgather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
     CC_CHECK(cc__v_buf(sendbuf, sendcount, "sendbuf", fn));
     CC_CHECK(cc__v_buf(recvbuf, sendcount, "recvbuf", fn));
     char *mine = recvbuf ? (char *)recvbuf + (size_t)comm->rank * bytes : NULL;
+    /* NCCL's in-place rule: the own block inside recvbuf; any other overlap is a bug. */
     CC_CHECK(cc__v_inplace(sendbuf, bytes, recvbuf, n * bytes, mine, fn));
     cc__op_t op =
         describe(comm, CC_OP_ALLGATHER, dtype, -1, sendbuf, recvbuf, sendcount, n * sendcount);
@@ -112,6 +113,8 @@ cc_status_t cc_allgatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, s
     CC_CHECK(check_common(comm, opts, sendcount, dtype, 0, &bytes, fn));
     int n = comm->size, r = comm->rank;
     CC_CHECK(cc__v_counts(n, recvcounts, rdispls, dtype, "recvcounts", fn, &total, &ext));
+    /* A rank knows its own block both ways: disagreeing with itself is caught here, */
+    /* disagreeing with a peer only by the transport (CC_ERR_MISMATCH). */
     CC_CHECK(check_own(sendcount, "sendcount", recvcounts[r], "recvcounts", r, fn));
     CC_CHECK(cc__v_disjoint(n, recvcounts, rdispls, "receive", fn));
     CC_CHECK(cc__v_buf(sendbuf, sendcount, "sendbuf", fn));
@@ -120,6 +123,7 @@ cc_status_t cc_allgatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, s
     CC_CHECK(cc__v_inplace(sendbuf, bytes, recvbuf, ext * es, mine, fn));
     cc__op_t op = describe(comm, CC_OP_ALLGATHERV, dtype, -1, sendbuf, recvbuf, sendcount, total);
     cc__arrays_t a = {NULL, NULL, recvcounts, rdispls};
+    /* An async op outlives the caller's arrays; engines need displacements filled. */
     CC_CHECK(keep_arrays(&op, n, a, work != NULL));
     return cc__api_issue(&op, opts, work);
 }
@@ -133,6 +137,7 @@ cc_status_t cc_reduce_scatterv(cc_comm_t *comm, const void *sendbuf, void *recvb
     CC_CHECK(cc__v_comm(comm, fn));
     CC_CHECK(cc__v_opts(opts, fn));
     int n = comm->size, r = comm->rank;
+    /* Blocks are packed in rank order: the counts alone say where rank r's block is. */
     CC_CHECK(cc__v_counts(n, recvcounts, NULL, dtype, "recvcounts", fn, &total, &ext));
     CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
     size_t my = recvcounts[r], off = displ_of(recvcounts, NULL, r);
@@ -156,6 +161,7 @@ cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_
     CC_CHECK(check_common(comm, opts, sendcount, dtype, 1, &bytes, fn));
     CC_CHECK(cc__v_rank(comm, root, "root", fn));
     size_t n = (size_t)comm->size;
+    /* The root-only arguments are not looked at on the other ranks (MPI's rule). */
     int me = comm->rank == root;
     CC_CHECK(cc__v_buf(sendbuf, sendcount, "sendbuf", fn));
     if (me) CC_CHECK(cc__v_buf(recvbuf, sendcount, "recvbuf (on the root)", fn));
@@ -243,6 +249,7 @@ cc_status_t cc_alltoall(cc_comm_t *comm, const void *sendbuf, void *recvbuf, siz
     size_t n = (size_t)comm->size;
     CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
     CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
+    /* In place is exactly the same buffer (the engine stages each outgoing block). */
     CC_CHECK(cc__v_overlap(sendbuf, n * bytes, recvbuf, n * bytes, 1, fn));
     cc__op_t op = describe(comm, CC_OP_ALLTOALL, dtype, -1, sendbuf, recvbuf, n * count, n * count);
     return cc__api_issue(&op, opts, work);
