@@ -54,8 +54,9 @@ typedef struct cc__native {
 
     _Atomic int abort_reason; /* CC_OK, or why the engine was aborted */
 
-    unsigned exchanges; /* store allgathers made while connecting */
-    size_t seg_bytes;   /* CCOMM_PIPELINE_CHUNK */
+    unsigned exchanges;                   /* store allgathers made while connecting */
+    size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
+    const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
 
     /* Work space, grown on demand, owned by the op that runs (one at a time). */
     void *scratch; /* algorithms' receive and staging space */
@@ -88,9 +89,9 @@ void cc__sub_op(cc__op_t *sub, const cc__op_t *op);
 /* Check every CCOMM_ALGO_* name against the table (create time). */
 cc_status_t cc__native_check_forced(void);
 
-/* Tests: force `name` for ops of `type` in this process (NULL: back to
- * CCOMM_ALGO_* or the table). Not thread-safe; call between ops. */
-cc_status_t cc__native_force(cc_op_type_t type, const char *name);
+/* Tests: force `name` (static) for ops of `type` on comm (NULL: back to
+ * CCOMM_ALGO_* or the table). Per-communicator serial, between ops, on every rank alike. */
+cc_status_t cc__native_force(cc_comm_t *comm, cc_op_type_t type, const char *name);
 
 /* Tests: the algorithms of `type` that can run on comm's transport (up to max names, static). */
 int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char **names, int max);

@@ -1,7 +1,7 @@
 /*
  * select.c - which algorithm runs an op: one table, one row per
  * (collective, algorithm), tried in order; the first row whose conditions
- * hold runs. CCOMM_ALGO_<COLL> (or cc__native_force in tests) names a row
+ * hold runs. CCOMM_ALGO_<COLL> (or, in tests, cc__native_force) names a row
  * instead, skipping the conditions but not the transports it can run on.
  *
  * Adding an algorithm is one row. Rows of one collective go from the most
@@ -79,9 +79,6 @@ static const cc__algo_row_t rows[] = {
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-/* Tests' overrides, by op type (NULL: none). */
-static const char *forced[CC_OP_TYPE_COUNT];
-
 /* The CCOMM_ALGO_* variable of a type, or NULL for types that have none. */
 static const char *cfg_name(cc_op_type_t t, const char **var)
 {
@@ -112,11 +109,12 @@ static const char *cfg_name(cc_op_type_t t, const char **var)
     }
 }
 
-/* The forced name for t, or NULL to choose. */
-static const char *forced_name(cc_op_type_t t, const char **var)
+/* The forced name for t (a test's override of this comm first), or NULL to choose. */
+static const char *forced_name(const cc__native_t *nc, cc_op_type_t t, const char **var)
 {
     const char *v = cfg_name(t, var);
-    if ((unsigned)t < CC_OP_TYPE_COUNT && forced[t]) return *var = "cc__native_force", forced[t];
+    if (nc && (unsigned)t < CC_OP_TYPE_COUNT && nc->forced[t])
+        return *var = "cc__native_force", nc->forced[t];
     return v && v[0] && strcmp(v, "auto") != 0 ? v : NULL;
 }
 
@@ -149,17 +147,18 @@ static cc_status_t unknown(cc_op_type_t t, const char *var, const char *name)
 cc_status_t cc__native_check_forced(void)
 {
     for (int t = 0; t < CC_OP_TYPE_COUNT; t++) {
-        const char *var, *name = forced_name((cc_op_type_t)t, &var);
+        const char *var, *name = forced_name(NULL, (cc_op_type_t)t, &var);
         if (name && !find((cc_op_type_t)t, name)) return unknown((cc_op_type_t)t, var, name);
     }
     return CC_OK;
 }
 
-cc_status_t cc__native_force(cc_op_type_t type, const char *name)
+cc_status_t cc__native_force(cc_comm_t *comm, cc_op_type_t type, const char *name)
 {
-    if ((unsigned)type >= CC_OP_TYPE_COUNT) return CC_ERR_INVALID_ARG;
+    cc__native_t *nc = comm->engine == &cc__native_engine ? comm->engine_state : NULL;
+    if (!nc || (unsigned)type >= CC_OP_TYPE_COUNT) return CC_ERR_INVALID_ARG;
     if (name && !find(type, name)) return unknown(type, "cc__native_force", name);
-    forced[type] = name;
+    nc->forced[type] = name;
     return CC_OK;
 }
 
@@ -196,7 +195,7 @@ static size_t sel_bytes(const cc__op_t *op, int n)
 
 static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc_status_t *st)
 {
-    const char *var, *name = forced_name(op->info.type, &var);
+    const char *var, *name = forced_name(nc, op->info.type, &var);
     const cc__algo_row_t *row = name ? find(op->info.type, name) : NULL;
     *st = CC_OK;
     if (name && !row) *st = unknown(op->info.type, var, name);

@@ -191,15 +191,15 @@ static int misuse(cc_comm_t *c)
 static int forced(cc_comm_t *c)
 {
     float a[4] = {1, 2, 3, 4};
-    TC_REQUIRE(cc__native_force(CC_OP_ALLREDUCE, "no_such_algo") == CC_ERR_INVALID_ARG, "force");
+    TC_REQUIRE(cc__native_force(c, CC_OP_ALLREDUCE, "no_such_algo") == CC_ERR_INVALID_ARG, "force");
     const char *names[16];
     int k = cc__native_algorithms(c, CC_OP_ALLREDUCE, names, 16);
     for (int i = 0; i < k; i++) {
-        TC_REQUIRE(cc__native_force(CC_OP_ALLREDUCE, names[i]) == CC_OK, "force %s", names[i]);
+        TC_REQUIRE(cc__native_force(c, CC_OP_ALLREDUCE, names[i]) == CC_OK, "force %s", names[i]);
         TC_REQUIRE(cc_allreduce(c, a, a, 4, CC_FLOAT32, CC_MAX, NULL, NULL) == CC_OK, "ar");
         TC_REQUIRE(!strcmp(last_algo, names[i]), "hooks saw %s, forced %s", last_algo, names[i]);
     }
-    cc__native_force(CC_OP_ALLREDUCE, NULL);
+    cc__native_force(c, CC_OP_ALLREDUCE, NULL);
     return 0;
 }
 

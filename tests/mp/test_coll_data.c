@@ -304,7 +304,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
     int na = tc_algos(comm, co->type, algos, 16);
     struct tcase c = {.comm = comm, .r = cc_comm_rank(comm), .n = cc_comm_size(comm)};
     for (int a = 0; a < na; a++) {
-        tc_force(co->type, algos[a]);
+        tc_force(comm, co->type, algos[a]);
         for (int dt = 0; dt < CC_DTYPE_COUNT; dt++)
             for (int ci = 0; ci < 5; ci++)
                 for (int v = 0; v < 4; v++) {
@@ -326,7 +326,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                     }
                 }
     }
-    tc_force(co->type, "");
+    tc_force(comm, co->type, "");
     return 0;
 }
 

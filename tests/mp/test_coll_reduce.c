@@ -156,7 +156,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
     int na = tc_algos(comm, co->type, algos, 16);
     struct tcase c = {.comm = comm, .r = cc_comm_rank(comm), .n = cc_comm_size(comm)};
     for (int a = 0; a < na; a++) {
-        tc_force(co->type, algos[a]);
+        tc_force(comm, co->type, algos[a]);
         for (int dt = 0; dt < CC_DTYPE_COUNT; dt++)
             for (int op = 0; op < CC_REDOP_COUNT; op++) {
                 if (cc__kernel_check((cc_dtype_t)dt, (cc_redop_t)op) != CC_OK) continue;
@@ -180,7 +180,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                     }
             }
     }
-    tc_force(co->type, "");
+    tc_force(comm, co->type, "");
     return 0;
 }
 
@@ -217,10 +217,10 @@ static int determinism(cc_comm_t *comm)
                 size_t cnt = counts[k], bytes = cnt * cc_dtype_size(dts[d]);
                 char *in = malloc(bytes), *out1 = malloc(bytes), *out2 = malloc(bytes);
                 random_fill(in, dts[d], cnt, (unsigned)r * 7919u + (unsigned)k);
-                tc_force(CC_OP_ALLREDUCE, algos[a]);
+                tc_force(comm, CC_OP_ALLREDUCE, algos[a]);
                 cc_status_t s1 = cc_allreduce(comm, in, out1, cnt, dts[d], CC_SUM, NULL, NULL);
                 cc_status_t s2 = cc_allreduce(comm, in, out2, cnt, dts[d], CC_SUM, NULL, NULL);
-                tc_force(CC_OP_ALLREDUCE, "");
+                tc_force(comm, CC_OP_ALLREDUCE, "");
                 TC_REQUIRE(s1 == CC_OK && s2 == CC_OK, "allreduce: %s %s", cc_status_name(s1),
                            cc_status_name(s2));
                 TC_REQUIRE(!memcmp(out1, out2, bytes), "%s %s x %zu: two runs differ",

@@ -201,9 +201,9 @@ int tc_algos(cc_comm_t *comm, cc_op_type_t type, const char **names, int max)
     return k;
 }
 
-void tc_force(cc_op_type_t type, const char *name)
+void tc_force(cc_comm_t *comm, cc_op_type_t type, const char *name)
 {
-    cc__native_force(type, name && name[0] ? name : NULL);
+    cc__native_force(comm, type, name && name[0] ? name : NULL);
 }
 
 cc_status_t tc_finish(cc_status_t st, cc_work_t *w)

@@ -55,7 +55,7 @@ void tc_free(void *p);
 /* Algorithms of a type on this comm, then "" (the automatic choice); returns how many. */
 int tc_algos(cc_comm_t *comm, cc_op_type_t type, const char **names, int max);
 /* Force an algorithm ("" for the automatic choice). */
-void tc_force(cc_op_type_t type, const char *name);
+void tc_force(cc_comm_t *comm, cc_op_type_t type, const char *name);
 
 /* Fail a rank with a message (returns 1 from the enclosing function). */
 #define TC_REQUIRE(cond, ...)                                                                      \
