@@ -12,6 +12,7 @@
 #include "door.h"
 #include "log.h"
 #include "native.h"
+#include "shm_arena.h"
 
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
@@ -21,6 +22,8 @@ static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_
     return cc__store_allgather(nc->comm->store, name, nc->rank, nc->size, mine, all, len,
                                cc__cfg()->connect_timeout * 1000);
 }
+
+static void native_destroy(void *state);
 
 static cc_status_t native_create(struct cc_comm *comm, void **state)
 {
@@ -62,6 +65,11 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
         else ntcp++;
     }
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
+    st = cc__arena_create(nc, &nc->arena);
+    if (st != CC_OK) {
+        native_destroy(nc);
+        return st;
+    }
     *state = nc;
     return CC_OK;
 }
@@ -171,6 +179,7 @@ static void native_destroy(void *state)
     int started = nc->worker_started;
     pthread_mutex_unlock(&nc->lock);
     if (started) pthread_join(nc->worker, NULL);
+    cc__arena_destroy(nc->arena);
     cc__net_destroy(nc->net);
     pthread_cond_destroy(&nc->idle);
     pthread_cond_destroy(&nc->wake);

@@ -33,6 +33,7 @@ typedef struct cc__native {
     _Atomic int abort_reason;   /* CC_OK, or why the engine was aborted */
 
     unsigned exchanges;         /* store allgathers made while connecting */
+    struct cc__arena *arena;    /* shared control segment of an all-shm comm (shm_arena.h), or NULL */
     void *scratch;              /* per-comm work space, grown on demand */
     size_t scratch_len;
 } cc__native_t;

@@ -8,6 +8,7 @@
 #include "door.h"
 #include "log.h"
 #include "native.h"
+#include "shm_arena.h"
 
 struct algo {
     cc__algo_fn fn;
@@ -27,7 +28,9 @@ static struct algo pick(const cc__op_t *op)
 
 cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
 {
-    struct algo a = pick(op);
+    struct algo a = {NULL, NULL};
+    a.fn = cc__shm_pick(nc, op, &a.name); /* ranks of one host: shared-memory algorithms first */
+    if (!a.fn) a = pick(op);
     if (!a.fn) {
         cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s",
                      cc_op_type_name(op->info.type));
