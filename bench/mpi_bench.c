@@ -22,6 +22,7 @@ typedef struct opts {
     size_t min_bytes, max_bytes;
     double factor;
     int iters, warmup;
+    size_t budget; /* as ccperf --budget */
 } opts_t;
 
 static size_t parse_size(const char *s)
@@ -36,7 +37,7 @@ static size_t parse_size(const char *s)
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){NULL, 8, 64u << 20, 4.0, 20, 5};
+    *o = (opts_t){NULL, 8, 64u << 20, 4.0, 20, 5, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
@@ -49,6 +50,7 @@ static int parse(int argc, char **argv, opts_t *o)
         else if (!strcmp(a, "-f")) o->factor = atof(v);
         else if (!strcmp(a, "-n")) o->iters = atoi(v);
         else if (!strcmp(a, "-w")) o->warmup = atoi(v);
+        else if (!strcmp(a, "--budget")) o->budget = parse_size(v);
         else return -1;
         i++;
     }
@@ -126,7 +128,8 @@ int main(int argc, char **argv)
     double factor;
     if (parse(argc, argv, &o) || shape(o.coll, 1, n, &count, &ns, &nr, &factor)) {
         if (!rank) fprintf(stderr, "usage: mpi_bench allreduce|broadcast|allgather|"
-                                   "reduce_scatter|alltoall [-b N] [-e N] [-f F] [-n N] [-w N]\n");
+                                   "reduce_scatter|alltoall [-b N] [-e N] [-f F] [-n N] [-w N] "
+                                   "[--budget N]\n");
         MPI_Finalize();
         return 2;
     }
@@ -139,11 +142,16 @@ int main(int argc, char **argv)
     for (size_t size = o.min_bytes; size <= o.max_bytes; size = (size_t)(size * o.factor)) {
         shape(o.coll, size / sizeof(float), n, &count, &ns, &nr, &factor);
         size_t bytes = (ns > nr ? ns : nr) * sizeof(float);
-        for (int i = 0; i < o.warmup; i++) run(o.coll, s, r, count, n);
+        int iters = o.iters, warmup = o.warmup;
+        if (o.budget && bytes && o.budget / bytes < (size_t)iters) {
+            iters = (int)(o.budget / bytes) + 1;
+            if (warmup > iters) warmup = iters;
+        }
+        for (int i = 0; i < warmup; i++) run(o.coll, s, r, count, n);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        for (int i = 0; i < o.iters; i++) run(o.coll, s, r, count, n);
-        double t = (MPI_Wtime() - t0) / o.iters * 1e6, sum = 0;
+        for (int i = 0; i < iters; i++) run(o.coll, s, r, count, n);
+        double t = (MPI_Wtime() - t0) / iters * 1e6, sum = 0;
         MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         t = sum / n;
         int wrong = check(o.coll, s, r, count, ns, rank, n), any = 0;

@@ -16,5 +16,7 @@
 #include "ccomm/recorder.h"
 #include "ccomm/clog.h"
 #include "ccomm/env.h"
+#include "ccomm/group.h"
+#include "ccomm/bytes.h"
 
 #endif /* CCOMM_CCOMM_H */

@@ -1,52 +1,90 @@
 /*
- * coll_api.c - the public point-to-point and collective calls: check the
- * arguments, describe the op, and hand it to the door.
+ * coll_api.c - the public point-to-point and collective calls with one
+ * count: check the arguments, describe the op, and hand it to the door.
+ * (coll_api_v.c has the ones with per-rank counts and layouts,
+ * coll_api_coalesced.c, coll_api_bytes.c and group.c the rest.)
  */
+#include <stdlib.h>
+
+#include "coll_api.h"
 #include "comm.h"
 #include "door.h"
 #include "log.h"
 #include "validate.h"
 
-cc_status_t cc_send(cc_comm_t *comm, const void *buf, size_t count, cc_dtype_t dtype, int peer,
-                    const cc_op_opts_t *opts, cc_work_t **work)
+void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 {
-    static const char fn[] = "cc_send";
-    size_t bytes;
+    (void)status;
+    free(op->owned);
+    op->owned = NULL;
+}
+
+cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **work)
+{
+    if (cc__group_active()) {
+        if (op->info.type == CC_OP_SEND || op->info.type == CC_OP_RECV)
+            return cc__group_hold(op, opts, work);
+        cc_log_error(CC_SUBSYS_CORE, "%s on communicator %s inside a group: only cc_send and "
+                     "cc_recv may be grouped (call cc_group_end first)",
+                     cc_op_type_name(op->info.type), op->comm->name);
+        if (op->release) op->release(op, CC_ERR_INVALID_USAGE);
+        return CC_ERR_INVALID_USAGE;
+    }
+    return cc__door_issue(op, opts, work);
+}
+
+/* The checks every data op starts with; *bytes = count x size. */
+static cc_status_t check_common(cc_comm_t *comm, const cc_op_opts_t *opts, size_t count,
+                                cc_dtype_t dtype, size_t mult, size_t *bytes, const char *fn)
+{
     CC_CHECK(cc__v_comm(comm, fn));
     CC_CHECK(cc__v_opts(opts, fn));
-    CC_CHECK(cc__v_count(count, dtype, 1, &bytes, fn));
+    return cc__v_count(count, dtype, mult, bytes, fn);
+}
+
+/* An op of `type` with its dtype, redop and premultiplier set. */
+static void describe(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type, cc_dtype_t dtype,
+                     cc_redop_t redop, const cc_op_opts_t *opts)
+{
+    cc__op_prepare(op, comm, type);
+    op->info.dtype = dtype;
+    op->info.redop = redop;
+    op->premul_scalar = opts ? opts->premul_scalar : 1.0;
+}
+
+static cc_status_t p2p(cc_comm_t *comm, cc_op_type_t type, void *buf, size_t count,
+                       cc_dtype_t dtype, int peer, const cc_op_opts_t *opts, cc_work_t **work,
+                       const char *fn)
+{
+    size_t bytes;
+    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
     CC_CHECK(cc__v_buf(buf, count, "buf", fn));
     CC_CHECK(cc__v_rank(comm, peer, "peer", fn));
     cc__op_t op;
-    cc__op_prepare(&op, comm, CC_OP_SEND);
+    describe(&op, comm, type, dtype, CC_REDOP_COUNT, opts);
     op.info.peer = peer;
     op.info.tag = opts ? opts->tag : 0;
-    op.info.dtype = dtype;
-    op.info.in_count = count;
     op.info.bytes = bytes;
-    op.info.sendbuf = buf;
-    return cc__door_issue(&op, opts, work);
+    if (type == CC_OP_SEND) {
+        op.info.in_count = count;
+        op.info.sendbuf = buf;
+    } else {
+        op.info.out_count = count;
+        op.info.recvbuf = buf;
+    }
+    return cc__api_issue(&op, opts, work);
+}
+
+cc_status_t cc_send(cc_comm_t *comm, const void *buf, size_t count, cc_dtype_t dtype, int peer,
+                    const cc_op_opts_t *opts, cc_work_t **work)
+{
+    return p2p(comm, CC_OP_SEND, (void *)buf, count, dtype, peer, opts, work, "cc_send");
 }
 
 cc_status_t cc_recv(cc_comm_t *comm, void *buf, size_t count, cc_dtype_t dtype, int peer,
                     const cc_op_opts_t *opts, cc_work_t **work)
 {
-    static const char fn[] = "cc_recv";
-    size_t bytes;
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
-    CC_CHECK(cc__v_count(count, dtype, 1, &bytes, fn));
-    CC_CHECK(cc__v_buf(buf, count, "buf", fn));
-    CC_CHECK(cc__v_rank(comm, peer, "peer", fn));
-    cc__op_t op;
-    cc__op_prepare(&op, comm, CC_OP_RECV);
-    op.info.peer = peer;
-    op.info.tag = opts ? opts->tag : 0;
-    op.info.dtype = dtype;
-    op.info.out_count = count;
-    op.info.bytes = bytes;
-    op.info.recvbuf = buf;
-    return cc__door_issue(&op, opts, work);
+    return p2p(comm, CC_OP_RECV, buf, count, dtype, peer, opts, work, "cc_recv");
 }
 
 cc_status_t cc_barrier(cc_comm_t *comm, const cc_op_opts_t *opts, cc_work_t **work)
@@ -56,7 +94,7 @@ cc_status_t cc_barrier(cc_comm_t *comm, const cc_op_opts_t *opts, cc_work_t **wo
     CC_CHECK(cc__v_opts(opts, fn));
     cc__op_t op;
     cc__op_prepare(&op, comm, CC_OP_BARRIER);
-    return cc__door_issue(&op, opts, work);
+    return cc__api_issue(&op, opts, work);
 }
 
 cc_status_t cc_allreduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -65,21 +103,113 @@ cc_status_t cc_allreduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
 {
     static const char fn[] = "cc_allreduce";
     size_t bytes;
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
-    CC_CHECK(cc__v_count(count, dtype, 1, &bytes, fn));
+    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
     CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
     CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
     CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
     CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
     cc__op_t op;
-    cc__op_prepare(&op, comm, CC_OP_ALLREDUCE);
-    op.info.dtype = dtype;
-    op.info.redop = redop;
+    describe(&op, comm, CC_OP_ALLREDUCE, dtype, redop, opts);
     op.info.in_count = op.info.out_count = count;
     op.info.bytes = bytes;
     op.info.sendbuf = sendbuf;
     op.info.recvbuf = recvbuf;
-    op.premul_scalar = opts ? opts->premul_scalar : 1.0;
-    return cc__door_issue(&op, opts, work);
+    return cc__api_issue(&op, opts, work);
+}
+
+cc_status_t cc_broadcast(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                         cc_dtype_t dtype, int root, const cc_op_opts_t *opts, cc_work_t **work)
+{
+    static const char fn[] = "cc_broadcast";
+    size_t bytes;
+    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
+    CC_CHECK(cc__v_rank(comm, root, "root", fn));
+    int me = comm->rank == root;
+    if (me) CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf (on the root)", fn));
+    CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
+    if (me) CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
+    cc__op_t op;
+    describe(&op, comm, CC_OP_BROADCAST, dtype, CC_REDOP_COUNT, opts);
+    op.info.root = root;
+    op.info.in_count = op.info.out_count = count;
+    op.info.bytes = bytes;
+    op.info.sendbuf = me ? sendbuf : NULL;
+    op.info.recvbuf = recvbuf;
+    return cc__api_issue(&op, opts, work);
+}
+
+cc_status_t cc_reduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                      cc_dtype_t dtype, cc_redop_t redop, int root, const cc_op_opts_t *opts,
+                      cc_work_t **work)
+{
+    static const char fn[] = "cc_reduce";
+    size_t bytes;
+    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
+    CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
+    CC_CHECK(cc__v_rank(comm, root, "root", fn));
+    int me = comm->rank == root;
+    CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
+    if (me) CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf (on the root)", fn));
+    if (me) CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
+    cc__op_t op;
+    describe(&op, comm, CC_OP_REDUCE, dtype, redop, opts);
+    op.info.root = root;
+    op.info.in_count = count;
+    op.info.out_count = me ? count : 0;
+    op.info.bytes = bytes;
+    op.info.sendbuf = sendbuf;
+    op.info.recvbuf = me ? recvbuf : NULL;
+    return cc__api_issue(&op, opts, work);
+}
+
+cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
+                              size_t recvcount, cc_dtype_t dtype, cc_redop_t redop,
+                              const cc_op_opts_t *opts, cc_work_t **work)
+{
+    static const char fn[] = "cc_reduce_scatter";
+    size_t bytes;
+    CC_CHECK(check_common(comm, opts, recvcount, dtype, (size_t)cc_comm_size(comm), &bytes, fn));
+    CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
+    size_t n = (size_t)comm->size;
+    CC_CHECK(cc__v_buf(sendbuf, recvcount, "sendbuf", fn));
+    CC_CHECK(cc__v_buf(recvbuf, recvcount, "recvbuf", fn));
+    const char *mine = sendbuf ? (const char *)sendbuf + (size_t)comm->rank * bytes : NULL;
+    CC_CHECK(cc__v_inplace(recvbuf, bytes, sendbuf, n * bytes, mine, fn));
+    cc__op_t op;
+    describe(&op, comm, CC_OP_REDUCE_SCATTER, dtype, redop, opts);
+    op.info.in_count = n * recvcount;
+    op.info.out_count = recvcount;
+    op.info.bytes = n * bytes;
+    op.info.sendbuf = sendbuf;
+    op.info.recvbuf = recvbuf;
+    return cc__api_issue(&op, opts, work);
+}
+
+cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missing,
+                                 int max_missing, int *nmissing, const cc_op_opts_t *opts,
+                                 cc_work_t **work)
+{
+    static const char fn[] = "cc_monitored_barrier";
+    CC_CHECK(cc__v_comm(comm, fn));
+    CC_CHECK(cc__v_opts(opts, fn));
+    if (timeout_ms <= 0 || timeout_ms > (int64_t)1e12 || max_missing < 0 ||
+        (max_missing > 0 && !missing)) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: timeout_ms %lld must be in (0, 1e12] and max_missing "
+                     "%d >= 0 with a missing array (%p)", fn, (long long)timeout_ms, max_missing,
+                     (void *)missing);
+        return CC_ERR_INVALID_ARG;
+    }
+    cc__mbarrier_args_t *a = malloc(sizeof(*a));
+    if (!a) return CC_ERR_NO_MEMORY;
+    *a = (cc__mbarrier_args_t){timeout_ms, missing, max_missing, nmissing};
+    cc__op_t op;
+    cc__op_prepare(&op, comm, CC_OP_MONITORED_BARRIER);
+    /* Non-zero ranks wait up to twice the window for the verdict. */
+    op.info.timeout_ms = 2 * timeout_ms + 1000;
+    if (opts && opts->timeout_ms > op.info.timeout_ms) op.info.timeout_ms = opts->timeout_ms;
+    op.extra = op.owned = a;
+    op.release = cc__api_free_owned;
+    cc_op_opts_t o = opts ? *opts : (cc_op_opts_t)CC_OP_OPTS_INIT;
+    o.timeout_ms = op.info.timeout_ms;
+    return cc__api_issue(&op, &o, work);
 }

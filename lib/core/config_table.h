@@ -72,6 +72,68 @@
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \
       0)                                                                                           \
+    /* collectives (lib/native/select.c, docs/collectives.md) */                                   \
+    X(ALGO_ALLREDUCE, algo_allreduce, STR, "",                                                     \
+      "Algorithm of every all_reduce: ring, recursive_doubling, halving_doubling, or a "           \
+      "shared-memory one; empty: chosen by size, ranks and transport. An unknown name fails "      \
+      "communicator creation.",                                                                    \
+      0)                                                                                           \
+    X(ALGO_BROADCAST, algo_broadcast, STR, "",                                                     \
+      "Algorithm of every broadcast: binomial, ring, or a shared-memory one; empty: chosen by "    \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_REDUCE, algo_reduce, STR, "",                                                           \
+      "Algorithm of every reduce: binomial, ring, or a shared-memory one; empty: chosen by "       \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_ALLGATHER, algo_allgather, STR, "",                                                     \
+      "Algorithm of every all_gather: ring, bruck, or a shared-memory one; empty: chosen by "      \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_ALLGATHERV, algo_allgatherv, STR, "",                                                   \
+      "Algorithm of every all_gather_v: ring, or a shared-memory one; empty: chosen by size, "     \
+      "ranks and transport. An unknown name fails communicator creation.",                         \
+      0)                                                                                           \
+    X(ALGO_REDUCE_SCATTER, algo_reduce_scatter, STR, "",                                           \
+      "Algorithm of every reduce_scatter: ring, or a shared-memory one; empty: chosen by "         \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_REDUCE_SCATTERV, algo_reduce_scatterv, STR, "",                                         \
+      "Algorithm of every reduce_scatter_v: ring, or a shared-memory one; empty: chosen by "       \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_ALLTOALL, algo_alltoall, STR, "",                                                       \
+      "Algorithm of every all_to_all: pairwise, linear, or a shared-memory one; empty: chosen "    \
+      "by size, ranks and transport. An unknown name fails communicator creation.",                \
+      0)                                                                                           \
+    X(ALGO_ALLTOALLV, algo_alltoallv, STR, "",                                                     \
+      "Algorithm of every all_to_all_v: pairwise, linear, or a shared-memory one; empty: "         \
+      "chosen by size, ranks and transport. An unknown name fails communicator creation.",         \
+      0)                                                                                           \
+    X(ALGO_GATHER, algo_gather, STR, "",                                                           \
+      "Algorithm of every gather: binomial, linear, or a shared-memory one; empty: chosen by "     \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_GATHERV, algo_gatherv, STR, "",                                                         \
+      "Algorithm of every gather_v: linear, or a shared-memory one; empty: chosen by size, "       \
+      "ranks and transport. An unknown name fails communicator creation.",                         \
+      0)                                                                                           \
+    X(ALGO_SCATTER, algo_scatter, STR, "",                                                         \
+      "Algorithm of every scatter: binomial, linear, or a shared-memory one; empty: chosen by "    \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(ALGO_SCATTERV, algo_scatterv, STR, "",                                                       \
+      "Algorithm of every scatter_v: linear, or a shared-memory one; empty: chosen by size, "      \
+      "ranks and transport. An unknown name fails communicator creation.",                         \
+      0)                                                                                           \
+    X(ALGO_BARRIER, algo_barrier, STR, "",                                                         \
+      "Algorithm of every barrier: dissemination, or a shared-memory one; empty: chosen by "       \
+      "size, ranks and transport. An unknown name fails communicator creation.",                   \
+      0)                                                                                           \
+    X(PIPELINE_CHUNK, pipeline_chunk, SIZE, "256K",                                                \
+      "Piece size into which ring and chain algorithms cut large blocks, so that sending, "        \
+      "receiving and reducing overlap.",                                                           \
+      0)                                                                                           \
     /* observability */                                                                            \
     X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm",                                           \
       "Directory of flight recorder rings: <dir>/<job id>/rank<r>.<pid>.ccfr.", 0)                 \

@@ -96,9 +96,28 @@ static int is_fatal(cc_status_t st)
     return st < 0 && !CC_STATUS_IS_CALL_ERROR(st);
 }
 
+/* Give back what the op owns, once, whatever path ends it. */
+static void release(cc__op_t *op, cc_status_t status)
+{
+    void (*fn)(cc__op_t *, cc_status_t) = op->release;
+    op->release = NULL;
+    if (fn) fn(op, status);
+}
+
+/* After this exchange a blocking caller may return and free the op.
+ * Only a waiter that announced it sleeps (done == 2) costs a syscall. */
+static void wake_waiters(cc__op_t *op)
+{
+    struct cc_work *work = op->work;
+    if (atomic_exchange_explicit(&op->done, 1, memory_order_acq_rel) == 2)
+        futex_wake_all(&op->done);
+    if (work) cc__work_unref(work);
+}
+
 void cc__op_finished(cc__op_t *op, cc_status_t status)
 {
     cc_comm_t *comm = op->comm;
+    release(op, status);
     op->info.t_end_ns = cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
@@ -107,17 +126,22 @@ void cc__op_finished(cc__op_t *op, cc_status_t status)
     cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info);
     if (is_fatal(status) && status != CC_ERR_ABORTED)
         cc__comm_fail(comm, status, op, cc_status_str(status));
-    struct cc_work *work = op->work;
-    /* After this exchange a blocking caller may return and free the op.
-     * Only a waiter that announced it sleeps (done == 2) costs a syscall. */
-    if (atomic_exchange_explicit(&op->done, 1, memory_order_acq_rel) == 2)
-        futex_wake_all(&op->done);
-    if (work) cc__work_unref(work);
+    wake_waiters(op);
+}
+
+void cc__op_member_finished(cc__op_t *op, cc_status_t status)
+{
+    op->info.t_end_ns = cc__now_ns();
+    op->info.status = status;
+    atomic_store(&op->state, CC__OP_DONE);
+    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info);
+    wake_waiters(op);
 }
 
 /* A op that never reached the engine (veto, broken comm): end it here. */
 static cc_status_t end_early(cc__op_t *op, cc_status_t status)
 {
+    release(op, status);
     op->info.t_end_ns = cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
@@ -125,13 +149,32 @@ static cc_status_t end_early(cc__op_t *op, cc_status_t status)
     return status;
 }
 
-cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work)
+cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
+{
+    if (opts && opts->timeout_ms > 0) op->info.timeout_ms = opts->timeout_ms;
+    if (opts) op->stream = opts->stream;
+    assign_identity(op);
+    op->info.t_enqueue_ns = cc__now_ns();
+    op->deadline_ns = op->info.t_enqueue_ns + (uint64_t)op->info.timeout_ms * 1000000ull;
+    atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
+    cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info);
+    if (st != CC_OK) {
+        cc_log_info(CC_SUBSYS_HOOKS, "%s (op %llu) vetoed by a pre hook: %s",
+                    cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id,
+                    cc_status_name(st));
+        end_early(op, st);
+    }
+    return st;
+}
+
+cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work)
 {
     cc_comm_t *comm = tmpl->comm;
     cc_status_t err = (cc_status_t)atomic_load_explicit(&comm->error, memory_order_acquire);
     if (err != CC_OK) {
         cc_log_debug(CC_SUBSYS_CORE, "%s refused: communicator %s is broken (%s)",
                      cc_op_type_name(tmpl->info.type), comm->name, cc_status_name(err));
+        release(tmpl, err);
         return err;
     }
     cc__op_t local;
@@ -139,24 +182,16 @@ cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_wo
     struct cc_work *w = NULL;
     if (work) {
         w = cc__work_new(comm);
-        if (!w) return CC_ERR_NO_MEMORY;
+        if (!w) {
+            release(tmpl, CC_ERR_NO_MEMORY);
+            return CC_ERR_NO_MEMORY;
+        }
         op = cc__work_op(w);
     }
     *op = *tmpl;
     op->work = w;
-    if (opts && opts->timeout_ms > 0) op->info.timeout_ms = opts->timeout_ms;
-    if (opts) op->stream = opts->stream;
-    assign_identity(op);
-    op->info.t_enqueue_ns = cc__now_ns();
-    op->deadline_ns = op->info.t_enqueue_ns + (uint64_t)op->info.timeout_ms * 1000000ull;
-    atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
-
-    cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op->info);
+    cc_status_t st = cc__door_admit(op, opts);
     if (st != CC_OK) {
-        cc_log_info(CC_SUBSYS_HOOKS, "%s (op %llu) vetoed by a pre hook: %s",
-                    cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id,
-                    cc_status_name(st));
-        end_early(op, st);
         if (w) cc__work_discard(w);
         return st;
     }

@@ -10,11 +10,20 @@ void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type);
 
 /*
  * Issue a validated op built from `tmpl`: identity, PRE chain, engine.
+ * tmpl->release (if any) runs exactly once on every path, refusals included.
  * work == NULL blocks until the op finished and returns its status;
  * otherwise *work is set on CC_OK. Ops of a broken comm are refused with
  * its error before they get an identity.
  */
-cc_status_t cc__door_issue(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);
+cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);
+
+/*
+ * The first half of the door, for ops that are held before they reach an
+ * engine (the members of a group): opts, identity, deadline, PRE chain.
+ * `op` is at its final address (the hooks keep it). A veto ends the op
+ * (POST with the veto status, release) and is returned.
+ */
+cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts);
 
 /* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
 cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);

@@ -38,6 +38,11 @@ typedef struct cc__op {
     double premul_scalar;       /* CC_PREMUL_SUM factor */
     void *stream;               /* device comms: cudaStream_t */
     const void *extra;          /* op-specific argument block (coalesced lists, byte collectives) */
+    /* Called once when the op is over, whatever the path (engine, veto, refusal), before
+     * its POST chain and before a waiter wakes: frees what the op owns (`owned`), hands
+     * results to the caller, ends the members of a group. NULL when there is nothing to do. */
+    void (*release)(struct cc__op *op, cc_status_t status);
+    void *owned;                /* heap block the op owns (copied argument arrays), or NULL */
 
     /* Per-subscriber scratch, written only by that subscriber. */
     uint64_t rec_id;            /* flight recorder: record_id of this op's entry (0 = none) */
@@ -62,5 +67,14 @@ void cc__op_started(cc__op_t *op);
  * per op, from any thread.
  */
 void cc__op_finished(cc__op_t *op, cc_status_t status);
+
+/*
+ * Engine -> core: a member of a group op (a send or receive issued between
+ * cc_group_start and cc_group_end) finished with `status`: its POST chain
+ * runs and its waiter wakes, like cc__op_finished, but it does not count as
+ * an op of its own (the group op does) and does not fail the comm (the
+ * group op's status does). Exactly once per member.
+ */
+void cc__op_member_finished(cc__op_t *op, cc_status_t status);
 
 #endif /* CC_CORE_OP_H */

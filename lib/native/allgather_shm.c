@@ -29,8 +29,6 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_check_quit(ao);
 }
 
-CC__SHM_ENTRY(cc__allgather_shm_flat, flat)
-
 static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
@@ -50,4 +48,4 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_finish(ao);
 }
 
-CC__SHM_ENTRY(cc__allgather_shm_cma, cma)
+CC__SHM_ENTRIES(allgather, flat, cma)

@@ -14,8 +14,8 @@
  *
  * Determinism: both reduce element i as in[0] op in[1] op ... op in[n-1]
  * with the multi-input kernel (rank order, left to right, 16-bit floats
- * accumulated in float32 and rounded once), PREMUL_SUM scaling each input
- * first and AVG dividing the sum by n afterwards. In flat every rank does
+ * accumulated in float32 and rounded once), AVG dividing the sum by n
+ * afterwards (PREMUL_SUM inputs come scaled: select.c's run_algo). In flat every rank does
  * exactly that; in cma the owner of share r does it once and the others
  * copy its bits. So every rank holds the same bits, the two algorithms give
  * the same bits, and so do in-place and out-of-place calls.
@@ -26,21 +26,11 @@
 #include "log.h"
 #include "shm_arena.h"
 
-/* This rank's input, premultiplied for PREMUL_SUM, into dst. */
-static void stage_input(const cc__op_t *op, void *dst, const void *src, size_t count)
-{
-    size_t bytes = count * cc_dtype_size(op->info.dtype);
-    if (op->info.redop == CC_PREMUL_SUM)
-        cc__kernel_scale(op->info.dtype, dst, src, count, op->premul_scalar);
-    else if (dst != src && bytes)
-        memcpy(dst, src, bytes);
-}
-
 void cc__shm_stage_input(cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &ao->op->info;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
-    stage_input(ao->op, cc__arena_stage(ao, ao->ar->rank, bytes), in->sendbuf, in->in_count);
+    if (bytes) memcpy(cc__arena_stage(ao, ao->ar->rank, bytes), in->sendbuf, bytes);
 }
 
 cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst)
@@ -72,27 +62,21 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_check_quit(ao);
 }
 
-CC__SHM_ENTRY(cc__allreduce_shm_flat, flat)
-
 /* Reduce piece [o, o + m): peers' pieces come through scratch, this rank's is read in place. */
 static cc_status_t reduce_piece(cc__arena_op_t *ao, cc__reduce_multi_fn fn, char *scratch,
                                 size_t piece_bytes, size_t o, size_t m, char *dst)
 {
-    const cc__op_t *op = ao->op;
-    const cc_op_info_t *in = &op->info;
+    const cc_op_info_t *in = &ao->op->info;
     int n = ao->ar->n, r = ao->ar->rank;
     size_t es = cc_dtype_size(in->dtype);
     const void *src[CC__ARENA_MAX_RANKS];
     for (int q = 0; q < n; q++) {
-        char *tmp = scratch + (size_t)q * piece_bytes;
         if (q == r) {
             src[q] = (const char *)in->sendbuf + o * es;
-            if (in->redop != CC_PREMUL_SUM) continue;
-            stage_input(op, tmp, src[q], m);
-        } else {
-            CC_CHECK(cc__arena_read(ao, q, tmp, cc__arena_par(ao, q)->sendbuf + o * es, m * es));
-            if (in->redop == CC_PREMUL_SUM) stage_input(op, tmp, tmp, m);
+            continue;
         }
+        char *tmp = scratch + (size_t)q * piece_bytes;
+        CC_CHECK(cc__arena_read(ao, q, tmp, cc__arena_par(ao, q)->sendbuf + o * es, m * es));
         src[q] = tmp;
     }
     fn(dst, src, n, m);
@@ -163,4 +147,4 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_finish(ao);
 }
 
-CC__SHM_ENTRY(cc__allreduce_shm_cma, cma)
+CC__SHM_ENTRIES(allreduce, flat, cma)

@@ -12,4 +12,7 @@ static cc_status_t arrive(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_check_quit(ao);
 }
 
-CC__SHM_ENTRY(cc__barrier_shm, arrive)
+cc_status_t cc__barrier_shm(cc__native_t *nc, cc__op_t *op)
+{
+    return cc__shm_run(nc, op, 0, arrive, NULL);
+}

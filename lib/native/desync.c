@@ -20,6 +20,11 @@ struct sig {
     uint64_t in_count, out_count;
 };
 
+/*
+ * The part of an op every rank passes alike. Counts that differ by rank by
+ * design (the root's side of a gather, the v-collectives' own blocks, byte
+ * lengths) are left out, so only a real disagreement is a mismatch.
+ */
 static struct sig sig_of(const cc__op_t *op)
 {
     struct sig s;
@@ -29,8 +34,24 @@ static struct sig sig_of(const cc__op_t *op)
     s.dtype = (int32_t)op->info.dtype;
     s.redop = (int32_t)op->info.redop;
     s.root = op->info.root;
-    s.in_count = op->info.in_count;
-    s.out_count = op->info.out_count;
+    switch (op->info.type) {
+    case CC_OP_REDUCE:
+    case CC_OP_GATHER:
+    case CC_OP_ALLGATHER:
+    case CC_OP_REDUCE_SCATTERV: s.in_count = op->info.in_count; break;
+    case CC_OP_SCATTER:
+    case CC_OP_ALLGATHERV: s.out_count = op->info.out_count; break;
+    case CC_OP_ALLTOALLV:
+    case CC_OP_GATHERV:
+    case CC_OP_SCATTERV:
+    case CC_OP_ALLGATHER_BYTES:
+    case CC_OP_BROADCAST_BYTES:
+    case CC_OP_GATHER_BYTES:
+    case CC_OP_SCATTER_BYTES: break;
+    default:
+        s.in_count = op->info.in_count;
+        s.out_count = op->info.out_count;
+    }
     return s;
 }
 

@@ -27,6 +27,7 @@ static void native_destroy(void *state);
 
 static cc_status_t native_create(struct cc_comm *comm, void **state)
 {
+    CC_CHECK(cc__native_check_forced()); /* a bad CCOMM_ALGO_* fails every rank alike */
     cc__native_t *nc = calloc(1, sizeof(*nc));
     if (!nc) return CC_ERR_NO_MEMORY;
     nc->comm = comm;
@@ -65,6 +66,8 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
         else ntcp++;
     }
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
+    nc->tpm = nc->size == 1 ? CC__TPM_SELF : !ntcp ? CC__TPM_SHM : CC__TPM_NET;
+    nc->seg_bytes = (size_t)cfg->pipeline_chunk;
     st = cc__arena_create(nc, &nc->arena);
     if (st != CC_OK) {
         native_destroy(nc);
@@ -127,8 +130,9 @@ static cc_status_t native_submit(void *state, cc__op_t *op)
         cc__op_finished(op, st);
         return st;
     }
-    CC_CHECK(enqueue(nc, op));
-    if (op->work) return CC_OK;
+    cc_status_t st = enqueue(nc, op);
+    if (st != CC_OK && !op->work) cc__op_finished(op, st); /* a blocking op ends here */
+    if (st != CC_OK || op->work) return st;
     /* A blocking op behind async ones: the worker runs it, in order. The
      * engine ends it by its deadline; the grace only guards against a bug. */
     if (cc__op_wait_done(op, op->deadline_ns + 10000000000ull) != CC_OK) {
@@ -185,26 +189,16 @@ static void native_destroy(void *state)
     pthread_cond_destroy(&nc->wake);
     pthread_mutex_destroy(&nc->lock);
     free(nc->scratch);
+    free(nc->premul);
+    free(nc->pack);
+    free(nc->reqs);
+    free(nc->reqp);
     free(nc);
 }
 
 static const char *native_transport(void *state)
 {
     return ((cc__native_t *)state)->transport;
-}
-
-void *cc__native_scratch(cc__native_t *nc, size_t len)
-{
-    if (len <= nc->scratch_len) return nc->scratch;
-    void *p = realloc(nc->scratch, len);
-    if (!p) {
-        cc_log_error(CC_SUBSYS_COLL, "out of memory for %zu bytes of scratch on communicator %s",
-                     len, nc->comm->name);
-        return NULL;
-    }
-    nc->scratch = p;
-    nc->scratch_len = len;
-    return p;
 }
 
 const cc_engine_v1_t cc__native_engine = {

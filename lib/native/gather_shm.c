@@ -35,8 +35,6 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return CC_OK;
 }
 
-CC__SHM_ENTRY(cc__gather_shm_flat, flat)
-
 static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
@@ -59,4 +57,4 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return CC_OK;
 }
 
-CC__SHM_ENTRY(cc__gather_shm_cma, cma)
+CC__SHM_ENTRIES(gather, flat, cma)

@@ -27,8 +27,6 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_check_quit(ao);
 }
 
-CC__SHM_ENTRY(cc__reduce_scatter_shm_flat, flat)
-
 static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
@@ -40,4 +38,4 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_finish(ao);
 }
 
-CC__SHM_ENTRY(cc__reduce_scatter_shm_cma, cma)
+CC__SHM_ENTRIES(reduce_scatter, flat, cma)

@@ -24,15 +24,13 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__shm_reduce_staged(ao, 0, in->in_count, in->recvbuf);
 }
 
-CC__SHM_ENTRY(cc__reduce_shm_flat, flat)
-
 static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank, root = in->root;
     size_t es = cc_dtype_size(in->dtype), align = CC__ARENA_LINE / es, off, len;
     cc__arena_share(in->in_count, n, r, align, &off, &len);
-    char *share = r == root ? (char *)in->recvbuf + off * es : cc__arena_scratch(ao->ar, 1, len * es);
+    char *share = r == root ? (char *)in->recvbuf + off * es : cc__arena_scratch(nc->arena, 1, len * es);
     if (!share && len) return CC_ERR_NO_MEMORY;
     CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
     /* Where this rank's share lands, for the root to read. */
@@ -50,4 +48,4 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return cc__arena_finish(ao);
 }
 
-CC__SHM_ENTRY(cc__reduce_shm_cma, cma)
+CC__SHM_ENTRIES(reduce, flat, cma)

@@ -1,8 +1,19 @@
 /*
- * select.c - which algorithm runs an op. One row per collective; the
- * Native engine issue widens this into a table by size, rank count and
- * transport with CCOMM_ALGO_<COLL> overrides.
+ * select.c - which algorithm runs an op: one table, one row per
+ * (collective, algorithm), tried in order; the first row whose conditions
+ * hold runs. CCOMM_ALGO_<COLL> (or cc__native_force in tests) names a row
+ * instead, skipping the conditions but not the transports it can run on.
+ *
+ * Adding an algorithm is one row. Rows of one collective go from the most
+ * specific (a transport, a size window) to the fallback, which must accept
+ * everything. Conditions must come out the same on every rank, so they use
+ * only what every rank knows alike: the rank count, the transport class
+ * (SELF, SHM when every rank is on one host, NET otherwise: the same on all
+ * ranks, unlike "tcp" vs "mixed") and sel_bytes() below.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "comm.h"
 #include "config.h"
 #include "door.h"
@@ -10,36 +21,257 @@
 #include "native.h"
 #include "shm_arena.h"
 
-struct algo {
+#define K 1024u
+#define ANY CC__TPM_ANY
+#define SHM CC__TPM_SHM
+
+typedef struct cc__algo_row {
+    cc_op_type_t type;
+    const char *name;   /* the CCOMM_ALGO_<COLL> value; shown in the recorder */
     cc__algo_fn fn;
-    const char *name;
+    unsigned tpm;       /* transports it can run on (CC__TPM_*) */
+    int min_ranks;      /* automatic choice only with at least this many ranks (0: any) */
+    size_t max_bytes;   /* ... and sel_bytes below this (0: no bound) */
+    unsigned flags;     /* CC__ROW_* */
+} cc__algo_row_t;
+
+#define CC__ROW_FORCED_ONLY 1u /* never chosen automatically */
+
+/*
+ * The table. Thresholds were measured on this project's reference machine
+ * (docs/collectives.md, "Selection"); the shared-memory rows of
+ * lib/native/ *_shm*.c go first in each collective's block.
+ */
+static const cc__algo_row_t rows[] = {
+    {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
+    {CC_OP_RECV, "direct", cc__recv_direct, ANY, 0, 0, 0},
+    {CC_OP_BARRIER, "shm", cc__barrier_shm, SHM, 0, 0, 0},
+    {CC_OP_BARRIER, "dissemination", cc__barrier_dissemination, ANY, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
+    {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
+    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
+    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
+    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 128 * K, 0},
+    {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
+    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 64 * K, 0},
+    {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
+    {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0},
+    {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 64 * K, 0},
+    {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
+    {CC_OP_ALLTOALLV, "pairwise", cc__alltoallv_pairwise, ANY, 0, 0, 0},
+    {CC_OP_ALLTOALLV, "linear", cc__alltoallv_linear, ANY, 0, 0, CC__ROW_FORCED_ONLY},
+    {CC_OP_GATHER, "shm_flat", cc__gather_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_GATHER, "shm_cma", cc__gather_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_GATHER, "binomial", cc__gather_binomial, ANY, 0, 64 * K, 0},
+    {CC_OP_GATHER, "linear", cc__gather_linear, ANY, 0, 0, 0},
+    {CC_OP_GATHERV, "linear", cc__gatherv_linear, ANY, 0, 0, 0},
+    {CC_OP_SCATTER, "shm_flat", cc__scatter_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_SCATTER, "shm_cma", cc__scatter_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_SCATTER, "binomial", cc__scatter_binomial, ANY, 0, 64 * K, 0},
+    {CC_OP_SCATTER, "linear", cc__scatter_linear, ANY, 0, 0, 0},
+    {CC_OP_SCATTERV, "linear", cc__scatterv_linear, ANY, 0, 0, 0},
+    {CC_OP_MONITORED_BARRIER, "all_to_one", cc__monitored_barrier_all_to_one, ANY, 0, 0, 0},
+    {CC_OP_GROUP, "batch", cc__group_batch, ANY, 0, 0, 0},
+    {CC_OP_COALESCED, "packed", cc__coalesced_packed, ANY, 0, 0, 0},
+    {CC_OP_ALLGATHER_BYTES, "two_phase", cc__allgather_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_BROADCAST_BYTES, "two_phase", cc__broadcast_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_GATHER_BYTES, "two_phase", cc__gather_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_SCATTER_BYTES, "two_phase", cc__scatter_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_SEND_BYTES, "two_phase", cc__send_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_RECV_BYTES, "two_phase", cc__recv_bytes_two_phase, ANY, 0, 0, 0},
 };
 
-static struct algo pick(const cc__op_t *op)
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* Tests' overrides, by op type (NULL: none). */
+static const char *forced[CC_OP_TYPE_COUNT];
+
+/* The CCOMM_ALGO_* variable of a type, or NULL for types that have none. */
+static const char *cfg_name(cc_op_type_t t, const char **var)
 {
-    switch (op->info.type) {
-    case CC_OP_SEND: return (struct algo){cc__send_direct, "direct"};
-    case CC_OP_RECV: return (struct algo){cc__recv_direct, "direct"};
-    case CC_OP_BARRIER: return (struct algo){cc__barrier_dissemination, "dissemination"};
-    case CC_OP_ALLREDUCE: return (struct algo){cc__allreduce_ring, "ring"};
-    default: return (struct algo){NULL, NULL};
+    const struct cc__config *c = cc__cfg();
+    switch (t) {
+#define CASE(T, f)                                                                                 \
+    case CC_OP_##T:                                                                                \
+        *var = "CCOMM_ALGO_" #T;                                                                   \
+        return c->algo_##f;
+        CASE(ALLREDUCE, allreduce)
+        CASE(BROADCAST, broadcast)
+        CASE(REDUCE, reduce)
+        CASE(ALLGATHER, allgather)
+        CASE(ALLGATHERV, allgatherv)
+        CASE(REDUCE_SCATTER, reduce_scatter)
+        CASE(REDUCE_SCATTERV, reduce_scatterv)
+        CASE(ALLTOALL, alltoall)
+        CASE(ALLTOALLV, alltoallv)
+        CASE(GATHER, gather)
+        CASE(GATHERV, gatherv)
+        CASE(SCATTER, scatter)
+        CASE(SCATTERV, scatterv)
+        CASE(BARRIER, barrier)
+#undef CASE
+    default: *var = NULL; return NULL;
     }
+}
+
+/* The forced name for t, or NULL to choose. */
+static const char *forced_name(cc_op_type_t t, const char **var)
+{
+    const char *v = cfg_name(t, var);
+    if ((unsigned)t < CC_OP_TYPE_COUNT && forced[t]) return *var = "cc__native_force", forced[t];
+    return v && v[0] && strcmp(v, "auto") != 0 ? v : NULL;
+}
+
+static const cc__algo_row_t *find(cc_op_type_t t, const char *name)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i].type == t && !strcmp(rows[i].name, name)) return &rows[i];
+    return NULL;
+}
+
+/* "ring, recursive_doubling" for the log. */
+static void names_of(cc_op_type_t t, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < NROWS && o < len; i++)
+        if (rows[i].type == t)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", rows[i].name);
+}
+
+static cc_status_t unknown(cc_op_type_t t, const char *var, const char *name)
+{
+    char known[256];
+    names_of(t, known, sizeof(known));
+    cc_log_error(CC_SUBSYS_COLL, "%s=%s: %s has no algorithm of that name (known: %s)", var, name,
+                 cc_op_type_name(t), known);
+    return CC_ERR_INVALID_ARG;
+}
+
+cc_status_t cc__native_check_forced(void)
+{
+    for (int t = 0; t < CC_OP_TYPE_COUNT; t++) {
+        const char *var, *name = forced_name((cc_op_type_t)t, &var);
+        if (name && !find((cc_op_type_t)t, name)) return unknown((cc_op_type_t)t, var, name);
+    }
+    return CC_OK;
+}
+
+cc_status_t cc__native_force(cc_op_type_t type, const char *name)
+{
+    if ((unsigned)type >= CC_OP_TYPE_COUNT) return CC_ERR_INVALID_ARG;
+    if (name && !find(type, name)) return unknown(type, "cc__native_force", name);
+    forced[type] = name;
+    return CC_OK;
+}
+
+int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char **names, int max)
+{
+    const cc__native_t *nc = comm->engine == &cc__native_engine ? comm->engine_state : NULL;
+    int k = 0;
+    for (size_t i = 0; nc && i < NROWS; i++)
+        if (rows[i].type == type && (rows[i].tpm & nc->tpm) && k < max) names[k++] = rows[i].name;
+    return k;
+}
+
+/* The size that picks among algorithms: one every rank computes alike. */
+static size_t sel_bytes(const cc__op_t *op, int n)
+{
+    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
+    switch (op->info.type) {
+    case CC_OP_GATHER: return (size_t)n * op->info.in_count * es;   /* in: sendcount */
+    case CC_OP_SCATTER: return (size_t)n * op->info.out_count * es; /* out: recvcount */
+    case CC_OP_ALLGATHERV: return op->info.out_count * es;          /* sum of recvcounts */
+    case CC_OP_REDUCE_SCATTERV: return op->info.in_count * es;      /* sum of recvcounts */
+    case CC_OP_ALLTOALLV:
+    case CC_OP_GATHERV:
+    case CC_OP_SCATTERV: return 0; /* differs by rank: no size rows */
+    default: return op->info.bytes;
+    }
+}
+
+static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc_status_t *st)
+{
+    const char *var, *name = forced_name(op->info.type, &var);
+    const cc__algo_row_t *row = name ? find(op->info.type, name) : NULL;
+    *st = CC_OK;
+    if (name && !row) *st = unknown(op->info.type, var, name);
+    if (row && !(row->tpm & nc->tpm)) {
+        cc_log_error(CC_SUBSYS_COLL, "%s=%s: that %s algorithm cannot run on transport %s", var,
+                     name, cc_op_type_name(op->info.type), nc->transport);
+        *st = CC_ERR_NOT_SUPPORTED;
+    }
+    if (name) return *st == CC_OK ? row : NULL;
+    size_t b = sel_bytes(op, nc->size);
+    for (size_t i = 0; i < NROWS; i++) {
+        const cc__algo_row_t *r = &rows[i];
+        if (r->type != op->info.type || !(r->tpm & nc->tpm) || (r->flags & CC__ROW_FORCED_ONLY))
+            continue;
+        if (nc->size >= r->min_ranks && (!r->max_bytes || b < r->max_bytes)) return r;
+    }
+    cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s on transport %s",
+                 cc_op_type_name(op->info.type), nc->transport);
+    *st = CC_ERR_NOT_SUPPORTED;
+    return NULL;
+}
+
+/* Reductions take PREMUL_SUM's factor on a scaled copy of the input. */
+static int scales_input(const cc__op_t *op)
+{
+    cc_op_type_t t = op->info.type;
+    return op->info.redop == CC_PREMUL_SUM && op->info.in_count &&
+           (t == CC_OP_ALLREDUCE || t == CC_OP_REDUCE || t == CC_OP_REDUCE_SCATTER ||
+            t == CC_OP_REDUCE_SCATTERV);
+}
+
+static cc_status_t run_algo(cc__native_t *nc, cc__op_t *op, cc__algo_fn fn)
+{
+    const void *input = op->info.sendbuf;
+    if (scales_input(op)) {
+        size_t len = op->info.in_count * cc_dtype_size(op->info.dtype);
+        void *s = cc__native_buf(nc, &nc->premul, &nc->premul_len, len);
+        if (!s) return CC_ERR_NO_MEMORY;
+        cc__kernel_scale(op->info.dtype, s, input, op->info.in_count, op->premul_scalar);
+        op->info.sendbuf = s;
+    }
+    cc_status_t st = fn(nc, op);
+    op->info.sendbuf = input;
+    /* Whatever a failed algorithm left posted is withdrawn before its buffers go away. */
+    if (st != CC_OK) cc__native_settle(nc, st);
+    return st;
+}
+
+cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
+{
+    cc_status_t st;
+    const cc__algo_row_t *a = pick(nc, sub, &st);
+    return a ? run_algo(nc, sub, a->fn) : st;
 }
 
 cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
 {
-    struct algo a = {NULL, NULL};
-    a.fn = cc__shm_pick(nc, op, &a.name); /* ranks of one host: shared-memory algorithms first */
-    if (!a.fn) a = pick(op);
-    if (!a.fn) {
-        cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s",
-                     cc_op_type_name(op->info.type));
-        return CC_ERR_NOT_SUPPORTED;
-    }
-    op->info.algorithm = a.name;
+    cc_status_t st;
+    const cc__algo_row_t *a = pick(nc, op, &st);
+    if (!a) return st;
+    op->info.algorithm = a->name;
     op->info.transport = op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer)
                                             : nc->transport;
     cc__op_started(op);
     if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
-    return a.fn(nc, op);
+    return run_algo(nc, op, a->fn);
 }

@@ -202,13 +202,6 @@ static inline void cc__arena_share(size_t count, int n, int c, size_t align, siz
 }
 
 /*
- * The shared-memory algorithm for op, chosen by size and rank count
- * (select_shm.c), or NULL when none applies (no arena, a collective without
- * one, or CCOMM_ALGO_<COLL> asks for another). *name: its name.
- */
-cc__algo_fn cc__shm_pick(cc__native_t *nc, const cc__op_t *op, const char **name);
-
-/*
  * Building blocks (allreduce_shm.c). reduce_range: reduce elements [off,
  * off + len) of every rank's input (peers' read in pieces through the
  * cache) into dst, in rank order; with `publish`, progress after each piece.
@@ -219,17 +212,29 @@ cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, voi
                                  int publish);
 cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst,
                                     size_t len);
-/* Stage this rank's whole input (in_count elements) in the arena, premultiplied for PREMUL_SUM. */
+/* Stage this rank's whole input (in_count elements) in the arena. */
 void cc__shm_stage_input(cc__arena_op_t *ao);
 /* dst = elements [off, off + count) of every rank's staged input, reduced in rank order. */
 cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst);
 
-/* An algorithm's entry: run body, then cc__arena_end (a failure tells the peers). */
-#define CC__SHM_ENTRY(name, body)                                                                  \
-    cc_status_t name(cc__native_t *nc, cc__op_t *op)                                               \
+/*
+ * An algorithm's body runs one op on the arena; cc__shm_run picks the body
+ * (select_shm.c: the one asked for, or what stands in when it cannot run),
+ * runs it, and ends it through cc__arena_end.
+ */
+typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao);
+cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
+                        cc__shm_body cma);
+
+/* The two entries of a collective, cc__<coll>_shm_flat and cc__<coll>_shm_cma. */
+#define CC__SHM_ENTRIES(coll, flat, cma)                                                           \
+    cc_status_t cc__##coll##_shm_flat(cc__native_t *nc, cc__op_t *op)                              \
     {                                                                                              \
-        cc__arena_op_t ao = {.seq = 0};                                                            \
-        return cc__arena_end(&ao, body(nc, op, &ao));                                              \
+        return cc__shm_run(nc, op, 0, flat, cma);                                                  \
+    }                                                                                              \
+    cc_status_t cc__##coll##_shm_cma(cc__native_t *nc, cc__op_t *op)                               \
+    {                                                                                              \
+        return cc__shm_run(nc, op, 1, flat, cma);                                                  \
     }
 
 /* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'

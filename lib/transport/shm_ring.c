@@ -220,6 +220,13 @@ static int tx_queue(struct cc__net *net, struct cc__shm_peer *sp)
 cc_status_t cc__shm_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *req)
 {
     struct cc__shm_peer *sp = p->priv;
+    /* A peer that closed its side gets nothing more, even what would fit in its ring: the send
+     * fails now (PEER_LOST) instead of completing unseen. What it sent first is still taken. */
+    if (atomic_load_explicit(&sp->their->closed, memory_order_acquire)) {
+        cc__shm_drain(net, sp);
+        cc__net_peer_lost(net, p, "closed its side (aborted or destroyed its communicator)", req);
+        return CC_OK;
+    }
     uint64_t eager_max = (sp->tx_mask + 1) / 4 - CC__SHM_LINE;
     int eager = req->len <= eager_max && (!net->cma_threshold || req->len < net->cma_threshold);
     req->priv[1] = eager ? MODE_EAGER : MODE_RTS;

@@ -104,11 +104,17 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
 {
     const perf_opts_t *o = x->o;
     size_t bytes = x->shape.bytes;
+    int iters = o->iters, warmup = o->warmup;
+    /* Every rank computes the same counts from the same size: they stay in step. */
+    if (o->budget && bytes && o->budget / bytes < (size_t)iters) {
+        iters = (int)(o->budget / bytes) + 1;
+        if (warmup > iters) warmup = iters;
+    }
     place(x, b, inplace, o->check);
-    if (run_n(c, x, o->warmup, bytes) || cc_barrier(x->comm, NULL, NULL) != CC_OK) return -1;
+    if (run_n(c, x, warmup, bytes) || cc_barrier(x->comm, NULL, NULL) != CC_OK) return -1;
     double t0 = now_us();
-    if (run_n(c, x, o->iters, bytes)) return -1;
-    double t = (now_us() - t0) / o->iters;
+    if (run_n(c, x, iters, bytes)) return -1;
+    double t = (now_us() - t0) / iters;
     res->algo = g_algo;
     uint64_t wrong = 0, total = 0;
     if (o->check) {
@@ -146,7 +152,7 @@ static int sweep(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, perf_report_t *
     size_t es = cc_dtype_size(x->o->dtype);
     int barrier = !strcmp(c->name, "barrier");
     for (size_t size = x->o->min_bytes; size <= x->o->max_bytes; size = next_size(x->o, size)) {
-        c->shape(size / es, x->size, &x->shape);
+        c->shape(size / es, x->size, x->rank, &x->shape);
         x->shape.bytes = (x->shape.send > x->shape.recv ? x->shape.send : x->shape.recv) * es;
         perf_result_t oop = {0}, ip = {0};
         if (measure(c, x, b, 0, &oop)) return -1;
@@ -164,7 +170,7 @@ int perf_run(const perf_opts_t *o, const perf_coll_t *c, cc_comm_t *comm)
     cc_hook_handle_t h;
     bufs_t b = {0};
     perf_shape_t big;
-    c->shape(o->max_bytes / cc_dtype_size(o->dtype), x.size, &big);
+    c->shape(o->max_bytes / cc_dtype_size(o->dtype), x.size, x.rank, &big);
     size_t most = (big.send > big.recv ? big.send : big.recv) * cc_dtype_size(o->dtype);
     if (cc_hook_add_post(comm, on_post, NULL, 0, &h) != CC_OK || bufs_alloc(&b, most) != 0) {
         fprintf(stderr, "ccperf: rank %d: cannot allocate %zu bytes x 3\n", x.rank, most);

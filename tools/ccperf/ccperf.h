@@ -29,6 +29,7 @@ typedef struct perf_opts {
     cc_redop_t redop;        /* -o */
     double premul;           /* factor for premul_sum */
     const char *json;        /* -J */
+    size_t budget;           /* --budget: iterations shrink so a size moves at most this */
 } perf_opts_t;
 
 /* Buffers of one size, in elements of the dtype. */
@@ -54,8 +55,8 @@ typedef struct perf_coll {
     const char *name;
     int has_redop; /* the redop column means something */
     int has_root;  /* the root column means something */
-    /* Shape for a total of `elems` elements on n ranks. */
-    void (*shape)(size_t elems, int n, perf_shape_t *s);
+    /* Shape for a total of `elems` elements on n ranks, seen from `rank`. */
+    void (*shape)(size_t elems, int n, int rank, perf_shape_t *s);
     /* busbw = algbw * factor(n) (nccl-tests' factors). */
     double (*factor)(int n);
     /* One call, blocking. */

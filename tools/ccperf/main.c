@@ -34,6 +34,8 @@ static const char usage[] =
     "  -a,--average <0/1/2/3>                       time of rank 0 / mean / min / max, default 1\n"
     "  -A,--show_algo <0/1>                         print the algorithm that ran, default 0\n"
     "  -J,--json <file>                             also write the results as JSON\n"
+    "  --budget <bytes>                             fewer iterations for large sizes: each size\n"
+    "                                               runs min(-n, budget / size) (at least 1)\n"
     "  -h,--help\n"
     "Sizes take K, M, G suffixes (powers of 2). Run under ccrun (or any launcher ccomm knows).\n";
 
@@ -82,6 +84,7 @@ static int set_option(perf_opts_t *o, int c, const char *arg)
     case 'd': bad = cc_dtype_parse(arg, &o->dtype) != CC_OK; break;
     case 'o': bad = cc_redop_parse(arg, &o->redop) != CC_OK; break;
     case 'J': o->json = arg; break;
+    case 'B': bad = parse_size(arg, &o->budget); break;
     default: return -1;
     }
     if (bad) fprintf(stderr, "ccperf: bad value \"%s\" for -%c\n", arg, c);
@@ -96,7 +99,8 @@ static int parse_args(int argc, char **argv, perf_opts_t *o)
         {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'},       {"warmup_iters", 1, 0, 'w'},
         {"check", 1, 0, 'c'},     {"datatype", 1, 0, 'd'},     {"op", 1, 0, 'o'},
         {"root", 1, 0, 'r'},      {"average", 1, 0, 'a'},      {"show_algo", 1, 0, 'A'},
-        {"json", 1, 0, 'J'},      {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
+        {"json", 1, 0, 'J'},      {"help", 0, 0, 'h'},         {"budget", 1, 0, 'B'},
+        {0, 0, 0, 0}};
     *o = (perf_opts_t){.min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
                        .step_factor = 1.0, .iters = 20, .warmup = 5, .check = 1, .average = 1,
                        .dtype = CC_FLOAT32, .redop = CC_SUM, .premul = 2.0};

@@ -1,0 +1,68 @@
+/*
+ * alltoall_linear.c - all-to-all (and alltoallv) in one round: every rank
+ * posts a receive from and a send to every other rank at once and waits for
+ * them all. One message latency instead of n - 1: the choice for small
+ * blocks, where the rounds of the pairwise exchange cost more than the
+ * data. In place, the input is first copied to scratch.
+ */
+#include <string.h>
+
+#include "log.h"
+#include "native.h"
+
+static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
+                       const cc__blocks_t *rb)
+{
+    int n = nc->size, r = nc->rank;
+    size_t es = cc_dtype_size(op->info.dtype);
+    const char *in = op->info.sendbuf;
+    char *out = op->info.recvbuf;
+    if ((const void *)in == (void *)out && out) { /* in place: send from a copy */
+        size_t ext = 0;
+        for (int p = 0; p < n; p++) {
+            size_t e = cc__blk_displ(rb, p) + cc__blk_count(rb, p);
+            if (cc__blk_count(rb, p) && e > ext) ext = e;
+        }
+        char *copy = cc__native_scratch(nc, ext * es + 1);
+        if (!copy) return CC_ERR_NO_MEMORY;
+        memcpy(copy, out, ext * es);
+        in = copy;
+        sb = rb;
+    }
+    if (cc__blk_count(sb, r) != cc__blk_count(rb, r)) {
+        cc_log_error(CC_SUBSYS_COLL, "all_to_all_v: rank %d sends %zu elements to itself but "
+                     "expects %zu", r, cc__blk_count(sb, r), cc__blk_count(rb, r));
+        return CC_ERR_MISMATCH;
+    }
+    cc__req_t *rq = cc__native_reqs(nc, 2 * n);
+    if (!rq) return CC_ERR_NO_MEMORY;
+    uint32_t tag = cc__coll_tag(op, 0);
+    for (int i = 1; i < n; i++) { /* start with the neighbours, as the pairwise order would */
+        int from = (r - i + n) % n, to = (r + i) % n;
+        size_t rc = cc__blk_count(rb, from), sc = cc__blk_count(sb, to);
+        CC_CHECK(cc__net_irecv(nc->net, from, tag, rc ? out + cc__blk_displ(rb, from) * es : NULL,
+                               rc * es, &rq[i]));
+        CC_CHECK(cc__net_isend(nc->net, to, tag, sc ? in + cc__blk_displ(sb, to) * es : NULL,
+                               sc * es, &rq[n + i]));
+    }
+    size_t own = cc__blk_count(rb, r);
+    char *dst = own ? out + cc__blk_displ(rb, r) * es : NULL;
+    const char *src = own ? in + cc__blk_displ(sb, r) * es : NULL;
+    if (own && src != dst) memcpy(dst, src, own * es);
+    return cc__native_wait(nc, rq, 2 * n, op->deadline_ns);
+}
+
+cc_status_t cc__alltoall_linear(cc__native_t *nc, cc__op_t *op)
+{
+    size_t cnt = op->info.in_count / (size_t)nc->size;
+    if (!cnt) return CC_OK; /* every rank passed count 0 */
+    cc__blocks_t b = {.count = cnt};
+    return run(nc, op, &b, &b);
+}
+
+cc_status_t cc__alltoallv_linear(cc__native_t *nc, cc__op_t *op)
+{
+    cc__blocks_t sb = {.counts = op->send_counts, .displs = op->send_displs};
+    cc__blocks_t rb = {.counts = op->recv_counts, .displs = op->recv_displs};
+    return run(nc, op, &sb, &rb);
+}

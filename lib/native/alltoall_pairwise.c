@@ -1,0 +1,59 @@
+/*
+ * alltoall_pairwise.c - pairwise exchange all-to-all (and alltoallv): in
+ * step s (0 .. n-1) rank r swaps blocks with rank (s - r) mod n, a
+ * symmetric pairing (each of the two names the other), so every step is n/2
+ * simultaneous two-way exchanges and each link carries both directions at
+ * once. Exactly one step pairs a rank with itself: its own block is copied
+ * then. n steps of one block: the choice for large blocks. In place, the
+ * block to send goes to scratch first, since the same block receives.
+ */
+#include <string.h>
+
+#include "log.h"
+#include "native.h"
+
+static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
+                       const cc__blocks_t *rb)
+{
+    int n = nc->size, r = nc->rank;
+    size_t es = cc_dtype_size(op->info.dtype);
+    const char *in = op->info.sendbuf;
+    char *out = op->info.recvbuf, *tmp = NULL;
+    int inplace = (const void *)in == (void *)out && out;
+    if (inplace && !(tmp = cc__native_scratch(nc, cc__blk_max(rb, n) * es + 1)))
+        return CC_ERR_NO_MEMORY;
+    for (int s = 0; s < n; s++) {
+        int p = ((s - r) % n + n) % n;
+        size_t rc = cc__blk_count(rb, p), sc = inplace ? rc : cc__blk_count(sb, p);
+        char *dst = rc ? out + cc__blk_displ(rb, p) * es : NULL;
+        const char *src = sc && !inplace ? in + cc__blk_displ(sb, p) * es : dst;
+        if (p == r) {
+            if (sc != rc) {
+                cc_log_error(CC_SUBSYS_COLL, "all_to_all_v: rank %d sends %zu elements to itself "
+                             "but expects %zu", r, sc, rc);
+                return CC_ERR_MISMATCH;
+            }
+            if (rc && src != dst) memcpy(dst, src, rc * es);
+            continue;
+        }
+        if (inplace && sc) memcpy(tmp, dst, sc * es), src = tmp;
+        CC_CHECK(cc__net_sendrecv(nc->net, p, src, sc * es, p, dst, rc * es,
+                                  cc__coll_tag(op, (uint32_t)s), op->deadline_ns));
+    }
+    return CC_OK;
+}
+
+cc_status_t cc__alltoall_pairwise(cc__native_t *nc, cc__op_t *op)
+{
+    size_t cnt = op->info.in_count / (size_t)nc->size;
+    if (!cnt) return CC_OK; /* every rank passed count 0 */
+    cc__blocks_t b = {.count = cnt};
+    return run(nc, op, &b, &b);
+}
+
+cc_status_t cc__alltoallv_pairwise(cc__native_t *nc, cc__op_t *op)
+{
+    cc__blocks_t sb = {.counts = op->send_counts, .displs = op->send_displs};
+    cc__blocks_t rb = {.counts = op->recv_counts, .displs = op->recv_displs};
+    return run(nc, op, &sb, &rb);
+}

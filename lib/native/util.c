@@ -1,0 +1,137 @@
+/*
+ * util.c - what the native algorithms share: chunking, pipelining pieces,
+ * AVG's last step, the request pool and its waits.
+ *
+ * The request pool lets an algorithm keep many sends and receives in
+ * flight (a pipelined ring, a root receiving from every rank) without an
+ * allocation per op, and lets cc__native_run withdraw whatever an algorithm
+ * left pending when it fails, so no request outlives the buffers it points
+ * into.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "native.h"
+
+void cc__chunk(size_t count, int n, int c, size_t *off, size_t *len)
+{
+    size_t base = count / (size_t)n, rem = count % (size_t)n;
+    *off = (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+    *len = base + ((size_t)c < rem ? 1 : 0);
+}
+
+int cc__nseg(const cc__native_t *nc, size_t bytes, int max)
+{
+    size_t seg = nc->seg_bytes ? nc->seg_bytes : bytes;
+    size_t k = seg ? (bytes + seg - 1) / seg : 1;
+    if (k < 1) k = 1;
+    return k > (size_t)max ? max : (int)k;
+}
+
+size_t cc__blk_max(const cc__blocks_t *b, int n)
+{
+    if (!b->counts) return cc__blk_count(b, 0); /* uniform, or chunk 0: the largest */
+    size_t m = 0;
+    for (int r = 0; r < n; r++)
+        if (b->counts[r] > m) m = b->counts[r];
+    return m;
+}
+
+int cc__pow2_floor(int n)
+{
+    int p = 1;
+    while (p <= n / 2) p <<= 1;
+    return p;
+}
+
+void cc__finish_avg(const cc__native_t *nc, const cc__op_t *op, void *buf, size_t count)
+{
+    if (op->info.redop == CC_AVG && count && nc->size > 1)
+        cc__kernel_div(op->info.dtype, buf, buf, count, (unsigned)nc->size);
+}
+
+cc_status_t cc__op_kernel(const cc__op_t *op, cc__reduce_fn *fn)
+{
+    cc_status_t st = cc__kernel_reduce_get(op->info.dtype, op->info.redop, fn);
+    if (st != CC_OK) /* the API checked the pair: this is a bug */
+        cc_log_error(CC_SUBSYS_COLL, "%s: no kernel for %s on %s (%s)",
+                     cc_op_type_name(op->info.type), cc_redop_name(op->info.redop),
+                     cc_dtype_name(op->info.dtype), cc_status_name(st));
+    return st;
+}
+
+void *cc__native_buf(cc__native_t *nc, void **buf, size_t *cap, size_t len)
+{
+    if (len <= *cap && *buf) return *buf;
+    void *p = realloc(*buf, len ? len : 1);
+    if (!p) {
+        cc_log_error(CC_SUBSYS_COLL, "out of memory for %zu bytes of work space on communicator %s",
+                     len, cc_comm_name(nc->comm));
+        return NULL;
+    }
+    *buf = p;
+    *cap = len;
+    return p;
+}
+
+void *cc__native_scratch(cc__native_t *nc, size_t len)
+{
+    return cc__native_buf(nc, &nc->scratch, &nc->scratch_len, len);
+}
+
+cc__req_t *cc__native_reqs(cc__native_t *nc, int n)
+{
+    for (int i = 0; i < nc->nreqs; i++) /* the pool may move: nothing of it may be pending */
+        if (nc->reqs[i].kind != 0 && nc->reqs[i].status == CC_INPROGRESS) {
+            cc_log_error(CC_SUBSYS_COLL, "communicator %s: request %d still pending when the pool "
+                         "was asked for again (a bug); withdrawing it", cc_comm_name(nc->comm), i);
+            cc__native_settle(nc, CC_ERR_INTERNAL);
+            break;
+        }
+    if (n > nc->reqs_cap) {
+        cc__req_t *r = realloc(nc->reqs, (size_t)n * sizeof(*r));
+        cc__req_t **p = r ? realloc(nc->reqp, (size_t)n * sizeof(*p)) : NULL;
+        if (r) nc->reqs = r;
+        if (!p) {
+            cc_log_error(CC_SUBSYS_COLL, "out of memory for %d requests on communicator %s", n,
+                         cc_comm_name(nc->comm));
+            return NULL;
+        }
+        nc->reqp = p;
+        nc->reqs_cap = n;
+    }
+    memset(nc->reqs, 0, (size_t)n * sizeof(*nc->reqs));
+    nc->nreqs = n;
+    return nc->reqs;
+}
+
+cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t deadline_ns)
+{
+    int k = 0;
+    /* reqs lies in the pool (or is a single request of the caller's): collect the posted ones. */
+    cc__req_t *one[1];
+    cc__req_t **p = n == 1 ? one : nc->reqp + (reqs - nc->reqs);
+    for (int i = 0; i < n; i++)
+        if (reqs[i].kind != 0) p[k++] = &reqs[i];
+    return k ? cc__net_wait(nc->net, p, k, deadline_ns) : CC_OK;
+}
+
+void cc__native_settle(cc__native_t *nc, cc_status_t why)
+{
+    int busy = 0;
+    for (int i = 0; i < nc->nreqs; i++) {
+        cc__req_t *r = &nc->reqs[i];
+        if (r->kind == 0 || r->status != CC_INPROGRESS) continue;
+        if (cc__net_cancel(nc->net, r, why) != CC_OK) busy = 1;
+    }
+    if (busy) {
+        /* Bytes of some request are on the wire: only an abort frees its buffer. */
+        cc_log_warn(CC_SUBSYS_COLL, "communicator %s: a transfer was in flight when its op ended "
+                    "(%s); aborting the connections so no buffer is used after the op",
+                    cc_comm_name(nc->comm), cc_status_name(why));
+        cc__net_abort(nc->net, why == CC_OK ? CC_ERR_ABORTED : why);
+        cc__native_wait(nc, nc->reqs, nc->nreqs, UINT64_MAX);
+    }
+    nc->nreqs = 0;
+}

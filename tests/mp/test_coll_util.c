@@ -1,0 +1,185 @@
+/* test_coll_util.c - helpers of the collective tests (see test_coll_util.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "mp.h"
+#include "native/native.h"
+#include "test_coll_util.h"
+
+const size_t tc_counts[5] = {0, 1, 7, 1000, TC_BIG};
+
+static int g_full = -1;
+
+int tc_full(void)
+{
+    if (g_full < 0) {
+        const char *e = getenv("CCTEST_NIGHTLY");
+        g_full = e && e[0] == '1';
+    }
+    return g_full;
+}
+
+void tc_set_full(int full)
+{
+    g_full = full;
+}
+
+uint64_t tc_key(int a, int b, int c, int d, int e)
+{
+    uint64_t h = 1469598103934665603ull;
+    int v[5] = {a, b, c, d, e};
+    for (int i = 0; i < 5; i++) h = (h ^ (uint64_t)(unsigned)v[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+int tc_pick(uint64_t key, unsigned every)
+{
+    return tc_full() || every <= 1 || key % every == 0;
+}
+
+double tc_input(int r, size_t i, cc_redop_t op)
+{
+    if (op == CC_PROD) return (double)(1 + ((r + (int)(i % 7)) % 2)); /* 8 ranks: <= 2^4 */
+    return (double)((r * 7 + (int)(i % 13)) % 15);                     /* 8 ranks: sums <= 112 */
+}
+
+/* v as the dtype holds it. */
+static double as_dtype(double v, cc_dtype_t dt)
+{
+    unsigned char tmp[8];
+    tc_put(tmp, dt, 0, v);
+    return tc_get(tmp, dt, 0);
+}
+
+static double premul(double x, cc_dtype_t dt)
+{
+    if (dt <= CC_UINT64) return trunc(x * TC_PREMUL);
+    return dt == CC_FLOAT64 ? x * TC_PREMUL : (double)((float)x * (float)TC_PREMUL);
+}
+
+double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
+{
+    double acc = 0;
+    for (int r = 0; r < n; r++) {
+        double x = tc_input(r, i, op);
+        if (op == CC_PREMUL_SUM) x = premul(x, dt);
+        if (r == 0) {
+            acc = x;
+            continue;
+        }
+        switch (op) {
+        case CC_PROD: acc *= x; break;
+        case CC_MIN: acc = x < acc ? x : acc; break;
+        case CC_MAX: acc = x > acc ? x : acc; break;
+        case CC_BAND: acc = (double)((uint64_t)acc & (uint64_t)x); break;
+        case CC_BOR: acc = (double)((uint64_t)acc | (uint64_t)x); break;
+        case CC_BXOR: acc = (double)((uint64_t)acc ^ (uint64_t)x); break;
+        default: acc += x;
+        }
+    }
+    if (op == CC_AVG && dt <= CC_UINT64) acc = trunc(acc / n);
+    else if (op == CC_AVG) acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);
+    return as_dtype(acc, dt);
+}
+
+void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
+{
+    size_t es = cc_dtype_size(dt);
+    union {
+        int8_t i8;
+        uint8_t u8;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        uint16_t h;
+        float f;
+        double d;
+    } u;
+    switch (dt) {
+    case CC_INT8: u.i8 = (int8_t)v; break;
+    case CC_UINT8: u.u8 = (uint8_t)v; break;
+    case CC_INT32: u.i32 = (int32_t)v; break;
+    case CC_UINT32: u.u32 = (uint32_t)v; break;
+    case CC_INT64: u.i64 = (int64_t)v; break;
+    case CC_UINT64: u.u64 = (uint64_t)v; break;
+    case CC_FLOAT16: u.h = cc__float_to_half((float)v); break;
+    case CC_BFLOAT16: u.h = cc__float_to_bfloat16((float)v); break;
+    case CC_FLOAT32: u.f = (float)v; break;
+    default: u.d = v; break;
+    }
+    memcpy((char *)buf + i * es, &u, es);
+}
+
+double tc_get(const void *buf, cc_dtype_t dt, size_t i)
+{
+    size_t es = cc_dtype_size(dt);
+    union {
+        int8_t i8;
+        uint8_t u8;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        uint16_t h;
+        float f;
+        double d;
+    } u;
+    memcpy(&u, (const char *)buf + i * es, es);
+    switch (dt) {
+    case CC_INT8: return u.i8;
+    case CC_UINT8: return u.u8;
+    case CC_INT32: return u.i32;
+    case CC_UINT32: return u.u32;
+    case CC_INT64: return (double)u.i64;
+    case CC_UINT64: return (double)u.u64;
+    case CC_FLOAT16: return cc__half_to_float(u.h);
+    case CC_BFLOAT16: return cc__bfloat16_to_float(u.h);
+    case CC_FLOAT32: return u.f;
+    default: return u.d;
+    }
+}
+
+void *tc_alloc(size_t bytes, size_t off)
+{
+    /* One line of header, then the data line-aligned; off < 64 keeps p in the first data line. */
+    char *base = aligned_alloc(64, 64 + ((bytes + off + 63) / 64) * 64 + 64);
+    return base ? base + 64 + off % 64 : NULL;
+}
+
+void tc_free(void *p)
+{
+    if (p) free((char *)((uintptr_t)p & ~(uintptr_t)63) - 64);
+}
+
+int tc_algos(cc_comm_t *comm, cc_op_type_t type, const char **names, int max)
+{
+    int k = cc__native_algorithms(comm, type, names, max - 1);
+    names[k++] = "";
+    return k;
+}
+
+void tc_force(cc_op_type_t type, const char *name)
+{
+    cc__native_force(type, name && name[0] ? name : NULL);
+}
+
+cc_comm_t *tc_init(int rank, int size, const char *addr)
+{
+    cc_comm_t *comm = NULL;
+    cc_status_t st = cc_comm_init(&comm, rank, size, addr, NULL);
+    if (st != CC_OK) fprintf(stderr, "rank %d: init: %s\n", rank, cc_status_name(st));
+    return comm;
+}
+
+int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void *), int timeout_s)
+{
+    char env[64], full[32];
+    snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", transport);
+    snprintf(full, sizeof(full), "CCTEST_NIGHTLY=%d", tc_full());
+    const char *envs[] = {env, full, "CCOMM_TIMEOUT=120", NULL};
+    fprintf(stderr, "-- %d ranks, transport %s%s\n", n, transport, tc_full() ? " (full matrix)" : "");
+    return cc_test_fork_ranks(n, fn, NULL, timeout_s, envs, NULL);
+}

@@ -1,0 +1,77 @@
+/*
+ * test_coll_util.h - what the collective tests share: inputs every rank can
+ * compute for every other rank (so each checks against a reference of its
+ * own), dtype access through memcpy (any alignment), buffers at chosen
+ * offsets from a 64-byte boundary, the sampling of the large matrix, and
+ * the loop over algorithms.
+ *
+ * Sampling: CI runs a deterministic sample of the matrix (label mp); with
+ * CCTEST_NIGHTLY=1 every combination runs (label nightly, see
+ * docs/collectives.md "Tests").
+ */
+#ifndef CC_TEST_COLL_UTIL_H
+#define CC_TEST_COLL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ccomm/ccomm.h"
+#include "mp.h"
+
+/* The counts of the matrix; TC_BIG is 1M + 3 elements. */
+#define TC_BIG ((size_t)(1u << 20) + 3)
+extern const size_t tc_counts[5]; /* 0, 1, 7, 1000, TC_BIG */
+
+/* 1 when the whole matrix runs (CCTEST_NIGHTLY=1 or the "full" argument). */
+int tc_full(void);
+void tc_set_full(int full);
+
+/* Whether the combination `key` runs: always in full mode, else about 1 in `every`. */
+int tc_pick(uint64_t key, unsigned every);
+uint64_t tc_key(int a, int b, int c, int d, int e);
+
+/* Rank r's input at element i for op: small integers, exact in every dtype and op. */
+double tc_input(int r, size_t i, cc_redop_t op);
+/* The reduction over ranks 0..n-1 of tc_input, as the dtype holds it (AVG and
+ * PREMUL_SUM with factor TC_PREMUL follow the kernels' rules). */
+double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt);
+#define TC_PREMUL 0.5
+
+/* Element i of a dtype buffer, through memcpy. */
+void tc_put(void *buf, cc_dtype_t dt, size_t i, double v);
+double tc_get(const void *buf, cc_dtype_t dt, size_t i);
+
+/* Byte j of the data rank r contributes to block `blk` (movement tests). */
+static inline unsigned char tc_byte(int r, int blk, size_t j)
+{
+    return (unsigned char)(r * 131 + blk * 37 + (int)(j % 251) * 7 + (int)(j / 251) + 3);
+}
+
+/* `bytes` bytes at `off` (< 64) bytes past a 64-byte boundary; free with tc_free. */
+void *tc_alloc(size_t bytes, size_t off);
+void tc_free(void *p);
+
+/* Algorithms of a type on this comm, then "" (the automatic choice); returns how many. */
+int tc_algos(cc_comm_t *comm, cc_op_type_t type, const char **names, int max);
+/* Force an algorithm ("" for the automatic choice). */
+void tc_force(cc_op_type_t type, const char *name);
+
+/* Fail a rank with a message (returns 1 from the enclosing function). */
+#define TC_REQUIRE(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: rank check failed: %s: ", __FILE__, __LINE__, #cond);         \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* Init a comm from the harness's arguments. */
+cc_comm_t *tc_init(int rank, int size, const char *addr);
+
+/* Run fn on n forked ranks over `transport`; returns the failed ranks. */
+int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void *), int timeout_s);
+
+#endif /* CC_TEST_COLL_UTIL_H */
