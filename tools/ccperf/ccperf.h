@@ -75,6 +75,8 @@ double perf_value(const perf_opts_t *o, int r, size_t j);
 double perf_reduced(const perf_opts_t *o, int n, size_t j);
 /* Fill elements [0, count) of buf with perf_value(rank, first + k). */
 void perf_fill(const perf_opts_t *o, void *buf, size_t count, int rank, size_t first);
+/* "float", "half", ... as nccl-tests prints them. */
+const char *perf_dtype_label(cc_dtype_t d);
 /* Fill bytes with a pattern no result has (so a missing write shows). */
 void perf_poison(void *buf, size_t bytes);
 /* Count the receive elements that differ from what the collective must produce. */
@@ -96,6 +98,5 @@ void perf_report_row(perf_report_t *r, const perf_shape_t *s, const perf_result_
 /* Footer lines and the JSON file; returns 0, or -1 if the JSON could not be written. */
 int perf_report_end(perf_report_t *r, uint64_t wrong_total);
 void perf_report_free(perf_report_t *r);
-const char *perf_dtype_label(cc_dtype_t d); /* "float", "half", ... as nccl-tests prints them */
 
 #endif /* CCPERF_H */

@@ -14,6 +14,13 @@
 #include "ccperf.h"
 #include "kernels/kernels.h"
 
+const char *perf_dtype_label(cc_dtype_t d)
+{
+    static const char *const names[] = {"int8",  "uint8",    "int32", "uint32", "int64",
+                                        "uint64", "half", "bfloat16", "float",  "double"};
+    return (unsigned)d < CC_DTYPE_COUNT ? names[d] : "?";
+}
+
 double perf_value(const perf_opts_t *o, int r, size_t j)
 {
     if (o->redop == CC_PROD) return (double)(1 + ((size_t)r + j) % 2);

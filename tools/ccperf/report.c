@@ -23,13 +23,6 @@ struct perf_report {
     json_t *rows;
 };
 
-const char *perf_dtype_label(cc_dtype_t d)
-{
-    static const char *const names[] = {"int8",  "uint8",    "int32", "uint32", "int64",
-                                        "uint64", "half", "bfloat16", "float",  "double"};
-    return (unsigned)d < CC_DTYPE_COUNT ? names[d] : "?";
-}
-
 static const char *redop_label(cc_redop_t op)
 {
     return op == CC_PREMUL_SUM ? "premulsum" : cc_redop_name(op);
