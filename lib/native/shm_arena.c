@@ -39,11 +39,14 @@ _Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot contro
 /* Tags of the creation rounds: collective number 0 is never an op's. */
 #define ARENA_TAG(step) (CC__TAG_INTERNAL | 0xe0u | (uint32_t)(step))
 
+/* The file's name; empty (so that creating or opening it fails) when it does not fit. */
 static int arena_path(const cc__native_t *nc, int pid0, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/ccomm-arena-%016llx-%d", cc__cfg()->shm_dir,
                      (unsigned long long)nc->comm->id, pid0);
-    return n > 0 && (size_t)n < len ? 0 : -1;
+    if (n > 0 && (size_t)n < len) return 0;
+    buf[0] = '\0';
+    return -1;
 }
 
 static size_t arena_bytes(int n)
@@ -152,7 +155,10 @@ static cc_status_t agree(cc__arena_t *ar, int32_t mine, int step, uint64_t deadl
         CC_CHECK(cc__net_recv(net, q, ARENA_TAG(step), &got, sizeof(got), deadline));
         if (!got) v = 0;
     }
-    if (step == 1 && ar->path[0]) unlink(ar->path); /* every rank mapped it or gave up */
+    if (step == 1 && ar->path[0]) { /* every rank mapped it or gave up */
+        unlink(ar->path);
+        ar->path[0] = '\0';
+    }
     for (int q = 1; q < ar->n; q++)
         CC_CHECK(cc__net_send(net, q, ARENA_TAG(step + 1), &v, sizeof(v), deadline));
     *all = v;
@@ -210,20 +216,18 @@ cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out)
 {
     *out = NULL;
     if (nc->size < 2 || nc->size > CC__ARENA_MAX_RANKS || !cc__net_all_shm(nc->net)) return CC_OK;
+    /* A rank without memory or a usable path still takes part, so the others learn it. */
+    cc__arena_t stub = {.nc = nc, .n = nc->size, .rank = nc->rank};
     cc__arena_t *ar = arena_alloc(nc);
+    if (!ar)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: no memory for the arena of communicator %s",
+                    nc->comm->name);
+    else if (arena_path(nc, cc__net_peer_pid(nc->net, 0), ar->path, sizeof(ar->path)) != 0)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: arena path under \"%s\" is too long (CCOMM_SHM_DIR)",
+                    cc__cfg()->shm_dir);
     int32_t ok = 0;
-    cc_status_t st = CC_OK;
-    /* Even without memory this rank takes part: the others must not wait for it. */
-    if (!ar || arena_path(nc, cc__net_peer_pid(nc->net, 0), ar->path, sizeof(ar->path)) != 0) {
-        cc__arena_t stub = {.nc = nc, .n = nc->size, .rank = nc->rank};
-        cc_log_warn(CC_SUBSYS_SHM, "shm: no arena for communicator %s (%s)", nc->comm->name,
-                    ar ? "CCOMM_SHM_DIR is too long" : "out of memory");
-        cc__arena_destroy(ar);
-        ar = &stub;
-        st = arena_setup(ar, cc__deadline_after_ms(cc__cfg()->connect_timeout * 1000), &ok);
-        return st;
-    }
-    st = arena_setup(ar, cc__deadline_after_ms(cc__cfg()->connect_timeout * 1000), &ok);
+    uint64_t deadline = cc__deadline_after_ms(cc__cfg()->connect_timeout * 1000);
+    cc_status_t st = arena_setup(ar ? ar : &stub, deadline, &ok);
     if (st != CC_OK || !ok) {
         if (st == CC_OK)
             cc_log_warn(CC_SUBSYS_SHM,

@@ -1,12 +1,12 @@
 /*
  * data.c - what ccperf puts in the buffers and how it checks the results.
  *
- * Every input is a small integer, exact in every dtype, so the expected
- * result of a collective is known exactly whatever the reduction order:
- * sums stay below 2^8 up to 11 ranks... and well inside float16 and
- * bfloat16's exact integers beyond that. Integer results wrap as the
- * library defines (two's complement); floating results are compared with a
- * tolerance of one unit in the last place of the dtype (AVG divides).
+ * Every input is a small integer (1..11; 1 or 2 for PROD), exact in every
+ * dtype, so the expected result of a collective is known whatever the
+ * reduction order: sums stay exact in float16 and bfloat16 up to ~20 ranks
+ * and fit int8 up to 11. Integer results wrap as the library's kernels do
+ * (two's complement); floating results are compared with a tolerance of
+ * about one unit in the last place of the dtype (AVG divides).
  */
 #include <math.h>
 #include <string.h>
