@@ -12,6 +12,7 @@
 #include "door.h"
 #include "log.h"
 #include "native.h"
+#include "shm_arena.h"
 
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
@@ -21,6 +22,8 @@ static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_
     return cc__store_allgather(nc->comm->store, name, nc->rank, nc->size, mine, all, len,
                                cc__cfg()->connect_timeout * 1000);
 }
+
+static void native_destroy(void *state);
 
 static cc_status_t native_create(struct cc_comm *comm, void **state)
 {
@@ -65,6 +68,11 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
     nc->tpm = nc->size == 1 ? CC__TPM_SELF : !ntcp ? CC__TPM_SHM : CC__TPM_NET;
     nc->seg_bytes = (size_t)cfg->pipeline_chunk;
+    st = cc__arena_create(nc, &nc->arena);
+    if (st != CC_OK) {
+        native_destroy(nc);
+        return st;
+    }
     *state = nc;
     return CC_OK;
 }
@@ -175,6 +183,7 @@ static void native_destroy(void *state)
     int started = nc->worker_started;
     pthread_mutex_unlock(&nc->lock);
     if (started) pthread_join(nc->worker, NULL);
+    cc__arena_destroy(nc->arena);
     cc__net_destroy(nc->net);
     pthread_cond_destroy(&nc->idle);
     pthread_cond_destroy(&nc->wake);

@@ -19,9 +19,11 @@
 #include "door.h"
 #include "log.h"
 #include "native.h"
+#include "shm_arena.h"
 
 #define K   1024u
 #define ANY CC__TPM_ANY
+#define SHM CC__TPM_SHM
 
 typedef struct cc__algo_row {
     cc_op_type_t type;
@@ -43,26 +45,43 @@ typedef struct cc__algo_row {
 static const cc__algo_row_t rows[] = {
     {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
     {CC_OP_RECV, "direct", cc__recv_direct, ANY, 0, 0, 0},
+    {CC_OP_BARRIER, "shm", cc__barrier_shm, SHM, 0, 0, 0},
     {CC_OP_BARRIER, "dissemination", cc__barrier_dissemination, ANY, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, 0},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
+    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
     {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
+    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
     {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
+    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
     {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 64 * K, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0},
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0},
+    {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0},
     {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 64 * K, 0},
     {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
     {CC_OP_ALLTOALLV, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
     {CC_OP_ALLTOALLV, "linear", cc__alltoall_linear, ANY, 0, 0, CC__ROW_FORCED_ONLY},
+    {CC_OP_GATHER, "shm_flat", cc__gather_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_GATHER, "shm_cma", cc__gather_shm_cma, SHM, 0, 0, 0},
     {CC_OP_GATHER, "binomial", cc__gather_binomial, ANY, 0, 64 * K, 0},
     {CC_OP_GATHER, "linear", cc__gather_linear, ANY, 0, 0, 0},
     {CC_OP_GATHERV, "linear", cc__gather_linear, ANY, 0, 0, 0},
+    {CC_OP_SCATTER, "shm_flat", cc__scatter_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_SCATTER, "shm_cma", cc__scatter_shm_cma, SHM, 0, 0, 0},
     {CC_OP_SCATTER, "binomial", cc__scatter_binomial, ANY, 0, 64 * K, 0},
     {CC_OP_SCATTER, "linear", cc__scatter_linear, ANY, 0, 0, 0},
     {CC_OP_SCATTERV, "linear", cc__scatter_linear, ANY, 0, 0, 0},

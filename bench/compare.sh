@@ -1,0 +1,154 @@
+#!/bin/sh
+# bench/compare.sh - ccomm (ccperf) and Open MPI (mpi_bench) side by side.
+#
+# Both run alternately in the same run (the order flips every launch), for
+# each collective, rank count and transport, several launches each; the
+# summary gives per size the median time and bus bandwidth of each, and the
+# ratio ccomm/Open MPI of bus bandwidth (> 1: ccomm is faster). The machine
+# is noisy: only figures from one run are comparable.
+#
+#   bench/compare.sh                 full run (about 10-20 minutes on 2 cores)
+#   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
+#   bench/compare.sh --colls "allreduce broadcast" --ranks 2 --transports shm --launches 5
+#
+# Options: --build DIR (default build), --launches N, --colls LIST, --ranks LIST,
+# --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
+# --out FILE (also write the markdown table there), --keep (keep raw results).
+# Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
+# with apt-get when mpicc is missing.
+set -eu
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=build
+LAUNCHES=3
+COLLS="allreduce broadcast allgather reduce_scatter alltoall"
+RANKS="2 4"
+TRANSPORTS="shm tcp"
+MAX=64M
+OUT=""
+KEEP=0
+ITERS=100
+WARMUP=10
+BUDGET=256M # bytes per size: 64 MiB runs 5 iterations, 1 MiB 100, smaller ones 100
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) LAUNCHES=1; COLLS=allreduce; RANKS=2; TRANSPORTS=shm; BUDGET=128M; ITERS=10 ;;
+    --build) BUILD=$2; shift ;;
+    --launches) LAUNCHES=$2; shift ;;
+    --colls) COLLS=$2; shift ;;
+    --ranks) RANKS=$2; shift ;;
+    --transports) TRANSPORTS=$2; shift ;;
+    --max) MAX=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    --keep) KEEP=1 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
+
+# ---- build ---------------------------------------------------------------------------------
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    echo "compare.sh: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
+    apt-get update -qq && apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+fi
+if [ ! -x "$BUILD/bin/ccperf" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
+    cmake -S "$SRC" -B "$BUILD" >/dev/null
+    cmake --build "$BUILD" -j2 --target ccperf ccrun >/dev/null
+fi
+TMP=$(mktemp -d /tmp/ccomm-compare.XXXXXX)
+trap '[ "$KEEP" = 1 ] || rm -rf "$TMP"' EXIT
+MPIB="$BUILD/bin/mpi_bench"
+if [ ! -x "$MPIB" ]; then
+    MPIB="$TMP/mpi_bench"
+    mpicc -O2 -o "$MPIB" "$SRC/bench/mpi_bench.c" -lm
+fi
+RES="$TMP/results.tsv"
+: >"$RES"
+
+# ---- one launch of each ----------------------------------------------------------------------
+# Rows "lib transport ranks coll size time_us busbw" go to $RES.
+run_ccomm() { # transport ranks coll -b -e -f iters warmup
+    json="$TMP/cc.json"
+    rm -f "$json"
+    CCOMM_TRANSPORT=$([ "$1" = tcp ] && echo tcp || echo auto) CCOMM_LOG_LEVEL=ERROR \
+        timeout 900 "$BUILD/bin/ccrun" --no-prefix -n "$2" "$BUILD/bin/ccperf" "$3" \
+        -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" -c 0 --budget "$BUDGET" -J "$json" \
+        >"$TMP/cc.out" 2>&1 || { echo "ccperf failed:" >&2; tail -5 "$TMP/cc.out" >&2; return 0; }
+    python3 - "$json" "$1" "$2" "$3" >>"$RES" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    o = r["out_of_place"]
+    print("ccomm", sys.argv[2], sys.argv[3], sys.argv[4], r["size"], o["time_us"], o["busbw"])
+EOF
+}
+
+run_ompi() { # transport ranks coll -b -e -f iters warmup
+    mca=""
+    [ "$1" = tcp ] && mca="--mca btl tcp,self --mca pml ob1"
+    # shellcheck disable=SC2086
+    timeout 900 mpirun --allow-run-as-root --oversubscribe -n "$2" $mca "$MPIB" "$3" \
+        -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" --budget "$BUDGET" >"$TMP/mpi.out" 2>&1 ||
+        { echo "mpi_bench failed:" >&2; tail -5 "$TMP/mpi.out" >&2; return 0; }
+    awk -v t="$1" -v n="$2" -v c="$3" '!/^#/ && NF >= 5 && $NF != "WRONG" {
+        print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
+}
+
+both() { # launch transport ranks coll -b -e -f iters warmup
+    l=$1
+    shift
+    if [ $((l % 2)) = 1 ]; then
+        run_ccomm "$@"
+        run_ompi "$@"
+    else
+        run_ompi "$@"
+        run_ccomm "$@"
+    fi
+}
+
+START=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS" >&2
+for l in $(seq 1 "$LAUNCHES"); do
+    for tp in $TRANSPORTS; do
+        for n in $RANKS; do
+            echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+            # 8-byte latency: many iterations of one size.
+            # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then,
+            # and each new page of it costs a fault (~15 us here, every 16 ops) until it wrapped.
+            case " $COLLS " in *" allreduce "*) both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
+            for c in $COLLS; do
+                both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
+            done
+        done
+    done
+done
+
+# ---- summary -------------------------------------------------------------------------------
+python3 - "$RES" "$START" "$LAUNCHES" "$*" >"$TMP/table.md" <<'EOF'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    lib, tp, n, coll, size, t, bw = line.split()
+    rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw)))
+keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
+print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
+      "ratio = ccomm busbw / Open MPI busbw (> 1: ccomm faster; for 8-byte rows, time ratio "
+      "Open MPI / ccomm).\n")
+print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
+      "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio |")
+print("|---|---|---|---|---|---|---|---|---|")
+def med(v, i):
+    return statistics.median(x[i] for x in v) if v else float("nan")
+for k in keys:
+    cc, om = rows.get(k + ("ccomm",), []), rows.get(k + ("ompi",), [])
+    ct, cb, ot, ob = med(cc, 0), med(cc, 1), med(om, 0), med(om, 1)
+    ratio = (ot / ct if ct > 0 else float("nan")) if k[3] <= 8 or ob == 0 else cb / ob
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {ct:.2f} | {cb:.3f} | {ot:.2f} | {ob:.3f} "
+          f"| {ratio:.2f} |")
+EOF
+cat "$TMP/table.md"
+[ -z "$OUT" ] || cp "$TMP/table.md" "$OUT"
+[ "$KEEP" = 0 ] || echo "# raw results kept in $TMP" >&2

@@ -1,0 +1,316 @@
+/*
+ * shm_arena.c - making and tearing down a communicator's arena
+ * (shm_arena.h), and reading a peer's memory.
+ *
+ * Creation is collective and runs over the net's own messages, in rounds
+ * that rank 0 leads, so every rank ends with the same verdict:
+ *
+ *   1. rank 0 creates <CCOMM_SHM_DIR>/ccomm-arena-<comm id>-<pid> (O_EXCL,
+ *      0600), reserves its pages, maps it and tells everyone how it went;
+ *   2. every other rank maps it, checks its header, writes its mapping's
+ *      address into its slot and answers; rank 0 unlinks the file (from now
+ *      on a crash leaves nothing behind) and tells everyone the result;
+ *   3. every rank reads a word of every peer's mapping with
+ *      process_vm_readv and answers whether it could; rank 0 tells everyone
+ *      whether all could (then the single-copy algorithms are allowed).
+ *
+ * A rank that cannot create or map the arena still takes part, so all of
+ * them fall back to the net's algorithms together.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "config.h"
+#include "log.h"
+#include "shm_arena.h"
+
+_Static_assert(sizeof(struct cc__arena_par) == CC__ARENA_LINE, "params fill one line");
+_Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot control fits");
+
+/* Tags of the creation rounds: collective number 0 is never an op's. */
+#define ARENA_TAG(step) (CC__TAG_INTERNAL | 0xe0u | (uint32_t)(step))
+
+/* The file's name; empty (so that creating or opening it fails) when it does not fit. */
+static int arena_path(const cc__native_t *nc, int pid0, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s/ccomm-arena-%016llx-%d", cc__cfg()->shm_dir,
+                     (unsigned long long)nc->comm->id, pid0);
+    if (n > 0 && (size_t)n < len) return 0;
+    buf[0] = '\0';
+    return -1;
+}
+
+static size_t arena_bytes(int n)
+{
+    return CC__ARENA_HDR_BYTES + (size_t)n * CC__ARENA_STRIDE;
+}
+
+/* Step 1 on rank 0: create, reserve and map the file; fill the header. */
+static cc_status_t create_file(cc__arena_t *ar)
+{
+    size_t len = arena_bytes(ar->n);
+    int fd = open(ar->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        /* Same communicator id and pid: a crashed earlier run's leftover. */
+        cc_log_warn(CC_SUBSYS_SHM, "shm: removing stale arena %s", ar->path);
+        unlink(ar->path);
+        fd = open(ar->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    if (fd < 0) {
+        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot create arena %s: %s", ar->path, strerror(errno));
+        return CC_ERR_SYSTEM;
+    }
+    /* Reserve the pages now: a full tmpfs must fail here, not as SIGBUS in an op. */
+    int e = ftruncate(fd, (off_t)len) != 0 ? errno : posix_fallocate(fd, 0, (off_t)len);
+    void *map = MAP_FAILED;
+    if (e == 0 || e == EOPNOTSUPP || e == EINVAL)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED && e == 0) e = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of arena %s: %s", len,
+                    ar->path, strerror(e));
+        unlink(ar->path);
+        return CC_ERR_SYSTEM;
+    }
+    ar->base = map;
+    ar->len = len;
+    struct cc__arena_hdr *h = map;
+    h->magic = CC__ARENA_MAGIC;
+    h->version = CC__ARENA_VERSION;
+    h->nranks = (uint32_t)ar->n;
+    h->comm_id = ar->nc->comm->id;
+    h->stride = CC__ARENA_STRIDE;
+    h->creator_pid = (int32_t)getpid();
+    return CC_OK;
+}
+
+/* Step 2 on the others: map rank 0's file and check that it is this communicator's. */
+static cc_status_t map_file(cc__arena_t *ar)
+{
+    int fd = open(ar->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    void *map = MAP_FAILED;
+    size_t len = arena_bytes(ar->n);
+    if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == len)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    if (map == MAP_FAILED) {
+        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot map arena %s (%zu bytes): %s", ar->path, len,
+                    fd < 0 || e ? strerror(e) : "wrong size");
+        return CC_ERR_SYSTEM;
+    }
+    ar->base = map;
+    ar->len = len;
+    const struct cc__arena_hdr *h = map;
+    if (h->magic != CC__ARENA_MAGIC || h->version != CC__ARENA_VERSION ||
+        h->nranks != (uint32_t)ar->n || h->comm_id != ar->nc->comm->id ||
+        h->stride != CC__ARENA_STRIDE || h->creator_pid != cc__net_peer_pid(ar->nc->net, 0)) {
+        cc_log_warn(CC_SUBSYS_SHM, "shm: arena %s has a foreign header", ar->path);
+        return CC_ERR_PROTOCOL;
+    }
+    return CC_OK;
+}
+
+/* Step 3: can this rank read every peer's memory? Reads the magic through each peer's mapping. */
+static int probe_cma(cc__arena_t *ar)
+{
+    for (int q = 0; q < ar->n; q++) {
+        if (q == ar->rank) continue;
+        uint64_t word = 0, addr = cc__arena_ctl(ar, q)->base;
+        struct iovec l = {&word, sizeof(word)}, r = {(void *)(uintptr_t)addr, sizeof(word)};
+        if (process_vm_readv(ar->pids[q], &l, 1, &r, 1, 0) != (ssize_t)sizeof(word) ||
+            word != CC__ARENA_MAGIC) {
+            cc_log_info(CC_SUBSYS_SHM,
+                        "shm: process_vm_readv of rank %d (pid %d) refused (%s): large shared-"
+                        "memory collectives use the transport's algorithms",
+                        q, ar->pids[q], strerror(errno));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Rank 0 gathers one int32 from every rank, ANDs them and tells everyone the verdict. */
+static cc_status_t agree(cc__arena_t *ar, int32_t mine, int step, uint64_t deadline, int32_t *all)
+{
+    cc__net_t *net = ar->nc->net;
+    int32_t v = mine;
+    if (ar->rank != 0) {
+        CC_CHECK(cc__net_send(net, 0, ARENA_TAG(step), &v, sizeof(v), deadline));
+        return cc__net_recv(net, 0, ARENA_TAG(step + 1), all, sizeof(*all), deadline);
+    }
+    for (int q = 1; q < ar->n; q++) {
+        int32_t got = 0;
+        CC_CHECK(cc__net_recv(net, q, ARENA_TAG(step), &got, sizeof(got), deadline));
+        if (!got) v = 0;
+    }
+    if (step == 1 && ar->path[0]) { /* every rank mapped it or gave up */
+        unlink(ar->path);
+        ar->path[0] = '\0';
+    }
+    for (int q = 1; q < ar->n; q++)
+        CC_CHECK(cc__net_send(net, q, ARENA_TAG(step + 1), &v, sizeof(v), deadline));
+    *all = v;
+    return CC_OK;
+}
+
+static cc_status_t arena_setup(cc__arena_t *ar, uint64_t deadline, int32_t *ok)
+{
+    cc__net_t *net = ar->nc->net;
+    /* Round 1: rank 0 creates; the others learn whether it could. */
+    int32_t created = 0;
+    if (ar->rank == 0) {
+        created = create_file(ar) == CC_OK;
+        for (int q = 1; q < ar->n; q++)
+            CC_CHECK(cc__net_send(net, q, ARENA_TAG(0), &created, sizeof(created), deadline));
+    } else {
+        CC_CHECK(cc__net_recv(net, 0, ARENA_TAG(0), &created, sizeof(created), deadline));
+    }
+    int32_t mapped = created && (ar->rank == 0 || map_file(ar) == CC_OK);
+    if (mapped) {
+        cc__arena_ctl(ar, ar->rank)->base = (uint64_t)(uintptr_t)ar->base;
+        atomic_store(&cc__arena_ctl(ar, ar->rank)->cpu, -1);
+    }
+    /* Round 2: everyone mapped it (rank 0 unlinks the file in between). */
+    CC_CHECK(agree(ar, mapped, 1, deadline, ok));
+    if (!*ok) return CC_OK;
+    /* Round 3: single copy between every pair. */
+    int32_t cma = 0;
+    CC_CHECK(agree(ar, probe_cma(ar), 3, deadline, &cma));
+    ar->cma_ok = cma;
+    return CC_OK;
+}
+
+static cc__arena_t *arena_alloc(cc__native_t *nc)
+{
+    cc__arena_t *ar = calloc(1, sizeof(*ar));
+    if (!ar) return NULL;
+    ar->nc = nc;
+    ar->n = nc->size;
+    ar->rank = nc->rank;
+    ar->pids = calloc((size_t)nc->size, sizeof(int));
+    if (!ar->pids) {
+        free(ar);
+        return NULL;
+    }
+    for (int q = 0; q < nc->size; q++)
+        ar->pids[q] = cc__net_peer_pid(nc->net, q);
+    ar->spin_ns = cc__net_spin_ns(nc->net);
+    ar->check_ns = (uint64_t)cc__cfg()->peer_check_ms * 1000000ull;
+    ar->cpu = -1;
+    return ar;
+}
+
+cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out)
+{
+    *out = NULL;
+    if (nc->size < 2 || nc->size > CC__ARENA_MAX_RANKS || !cc__net_all_shm(nc->net)) return CC_OK;
+    /* A rank without memory or a usable path still takes part, so the others learn it. */
+    cc__arena_t stub = {.nc = nc, .n = nc->size, .rank = nc->rank};
+    cc__arena_t *ar = arena_alloc(nc);
+    if (!ar)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: no memory for the arena of communicator %s",
+                    nc->comm->name);
+    else if (arena_path(nc, cc__net_peer_pid(nc->net, 0), ar->path, sizeof(ar->path)) != 0)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: arena path under \"%s\" is too long (CCOMM_SHM_DIR)",
+                    cc__cfg()->shm_dir);
+    int32_t ok = 0;
+    uint64_t deadline = cc__deadline_after_ms(cc__cfg()->connect_timeout * 1000);
+    cc_status_t st = arena_setup(ar ? ar : &stub, deadline, &ok);
+    if (st != CC_OK || !ok) {
+        if (st == CC_OK)
+            cc_log_warn(CC_SUBSYS_SHM,
+                        "shm: communicator %s has no arena: collectives use the transport's "
+                        "algorithms",
+                        nc->comm->name);
+        cc__arena_destroy(ar);
+        return st;
+    }
+    cc_log_info(CC_SUBSYS_SHM, "shm: arena of communicator %s: %d ranks, %zu bytes, cma %s",
+                nc->comm->name, ar->n, ar->len, ar->cma_ok ? "on" : "off");
+    *out = ar;
+    return CC_OK;
+}
+
+void cc__arena_destroy(cc__arena_t *ar)
+{
+    if (!ar) return;
+    if (ar->base) munmap(ar->base, ar->len);
+    if (ar->rank == 0 && ar->path[0]) unlink(ar->path); /* gone already unless setup failed */
+    free(ar->scratch[0]);
+    free(ar->scratch[1]);
+    free(ar->pids);
+    free(ar);
+}
+
+int cc__arena_cma_ok(const cc__arena_t *ar)
+{
+    return ar && ar->cma_ok;
+}
+
+/* A failed read: the peer died or closed (PEER_LOST), or the address is bad (a bug or misuse). */
+static cc_status_t read_failed(cc__arena_op_t *ao, int peer, uint64_t src, size_t len, int e)
+{
+    const char *cause = NULL;
+    cc_status_t st = cc__net_peer_check(ao->nc->net, peer, &cause);
+    if (st == CC_OK && e == ESRCH) st = CC_ERR_PEER_LOST, cause = "died";
+    if (st != CC_OK) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: peer rank %d (pid %d) %s while rank %d read its data in %s",
+                     peer, ao->ar->pids[peer], cause, ao->ar->rank,
+                     cc_op_type_name(ao->op->info.type));
+        return st;
+    }
+    cc_log_error(CC_SUBSYS_SHM,
+                 "shm: %s: cannot read %zu bytes at 0x%llx of rank %d (pid %d): %s (was its buffer "
+                 "freed or resized during the op?)",
+                 cc_op_type_name(ao->op->info.type), len, (unsigned long long)src, peer,
+                 ao->ar->pids[peer], strerror(e));
+    return CC_ERR_SYSTEM;
+}
+
+cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src, size_t len)
+{
+    while (len) {
+        struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
+        ssize_t k = process_vm_readv(ao->ar->pids[peer], &l, 1, &r, 1, 0);
+        if (k <= 0) return read_failed(ao, peer, src, len, k < 0 ? errno : EFAULT);
+        dst = (char *)dst + k;
+        src += (uint64_t)k;
+        len -= (size_t)k;
+    }
+    return CC_OK;
+}
+
+void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len)
+{
+    if (len <= ar->scratch_len[which]) return ar->scratch[which];
+    void *p = realloc(ar->scratch[which], len);
+    if (!p) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: out of memory for %zu bytes of scratch on communicator %s",
+                     len, ar->nc->comm->name);
+        return NULL;
+    }
+    ar->scratch[which] = p;
+    ar->scratch_len[which] = len;
+    return p;
+}
+
+size_t cc__arena_piece(int nranks, size_t elem_size)
+{
+    /* n - 1 peers' pieces plus the output stay within about half of a 1 MiB L2. */
+    size_t piece = (512u * 1024u) / (size_t)(nranks > 2 ? nranks - 1 : 1);
+    if (piece > 256u * 1024u) piece = 256u * 1024u;
+    if (piece < 16u * 1024u) piece = 16u * 1024u;
+    return piece - piece % (elem_size * CC__ARENA_LINE);
+}

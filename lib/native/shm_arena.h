@@ -1,0 +1,260 @@
+/*
+ * shm_arena.h - the shared control segment of a communicator whose ranks
+ * all live on one host, and the primitives its algorithms are built from
+ * (docs/performance.md, "Shared-memory algorithms").
+ *
+ * The arena is one file-backed shared mapping per communicator, made by
+ * rank 0 when the engine is created and unlinked once every rank mapped it.
+ * Each rank owns a slot and is the only writer of it:
+ *
+ *   slot:  arrival[2] | prog | done | sleeping | base, quit | desc[2] | data[2]
+ *
+ * Arena ops are numbered 1, 2, ... in the order every rank issues them (the
+ * same on all ranks). Op s uses the params and data of parity s & 1; a rank
+ * rewrites parity p for op s only after every peer arrived at op s - 1, that
+ * is, finished op s - 2, the last op that used p. Counters only grow:
+ *
+ *   arrival[s&1].seq = s  the rank arrived at op s: its buffer addresses
+ *                       and any data it stages for op s are published
+ *   prog   = s<<24 | k  the first k pieces of this rank's share of op s are
+ *                       final (pipelined phases read as far as it says)
+ *   done   = s          this rank no longer reads its peers' memory for op s;
+ *                       a rank returns from an op that lends its user buffers
+ *                       to peers (process_vm_readv) only once all are done
+ *
+ * Waiting polls one word: spin for the net's spin budget (none when ranks
+ * outnumber CPUs), then sched_yield, then sleep on the rank's shm bell, with
+ * the deadline, the engine's abort and peer liveness checked throughout.
+ *
+ * Thread safety: everything runs on the thread that runs the op (ops of a
+ * communicator are serial); abort comes in through the net from any thread.
+ */
+#ifndef CC_NATIVE_SHM_ARENA_H
+#define CC_NATIVE_SHM_ARENA_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "native.h"
+
+#define CC__ARENA_LINE      64u
+#define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */
+#define CC__ARENA_PROG_BITS 24            /* prog: low bits count pieces */
+#define CC__ARENA_MAX_RANKS 64            /* larger communicators get no arena */
+#define CC__ARENA_INLINE    24u           /* payload bytes that travel in the arrival line */
+
+/*
+ * A rank's arrival at an op: one line per parity, so a small op costs each
+ * peer one line to read. seq is stored last (release); the rest is valid
+ * once it reads the op's number.
+ */
+struct cc__arena_par {
+    _Atomic uint64_t seq; /* arena op number: the owner arrived at it */
+    uint64_t sig;         /* hash of the op's description (equal on every rank) */
+    uint64_t sendbuf;     /* addresses in the owner's address space */
+    uint64_t recvbuf;
+    uint64_t aux; /* the algorithm's own (reduce: where a non-root put its share) */
+    char inl[CC__ARENA_INLINE]; /* a small op's payload */
+};
+
+/* The op's description, read only to explain a mismatch of sig. */
+struct cc__arena_desc {
+    uint64_t coll_seq;
+    uint64_t count; /* the algorithm's size parameter (elements), equal on every rank */
+    int32_t type, dtype, redop, root;
+    char pad[CC__ARENA_LINE - 32];
+};
+
+/* One rank's slot; every line is written by its owner only. */
+struct cc__arena_ctl {
+    struct cc__arena_par par[2];
+    _Atomic uint64_t prog;
+    char pad1[CC__ARENA_LINE - 8];
+    _Atomic uint64_t done;
+    char pad2[CC__ARENA_LINE - 8];
+    _Atomic uint32_t sleeping; /* the owner sleeps (or is about to) on its bell */
+    _Atomic int32_t cpu;       /* the CPU the owner last waited on (-1: unknown) */
+    char pad3[CC__ARENA_LINE - 8];
+    uint64_t base;         /* the owner's address of the mapping (CMA probe at creation) */
+    _Atomic uint64_t quit; /* the owner gave up on this op (error): peers stop waiting for it */
+    char pad4[CC__ARENA_LINE - 16];
+    struct cc__arena_desc desc[2];
+};
+
+/* The first page of the arena, written by rank 0 before anyone else maps it. */
+struct cc__arena_hdr {
+    uint64_t magic;   /* CC__ARENA_MAGIC */
+    uint32_t version; /* CC__ARENA_VERSION */
+    uint32_t nranks;
+    uint64_t comm_id;
+    uint64_t stride; /* bytes from one slot to the next */
+    int32_t creator_pid;
+};
+
+#define CC__ARENA_MAGIC     0x616e657261636363ull /* "cccarena" */
+#define CC__ARENA_VERSION   1u
+#define CC__ARENA_HDR_BYTES 4096u
+#define CC__ARENA_CTL_BYTES 4096u
+#define CC__ARENA_STRIDE    (CC__ARENA_CTL_BYTES + 2u * CC__ARENA_DATA)
+
+/* This rank's handle on the arena. */
+typedef struct cc__arena {
+    cc__native_t *nc;
+    void *base; /* the mapping: header page, then one slot per rank */
+    size_t len;
+    int n, rank;
+    int *pids;             /* by rank, for process_vm_readv */
+    int cma_ok;            /* every rank can read every peer (agreed at creation) */
+    uint64_t seq;          /* number of the last arena op begun */
+    uint64_t all_arrived;  /* every rank arrived at least at this op */
+    uint64_t spin_ns;      /* spin budget of a wait (0: ranks outnumber CPUs) */
+    uint64_t check_ns;     /* liveness period (CCOMM_PEER_CHECK_MS) */
+    int cpu;               /* the CPU this rank last published in its slot */
+    uint64_t next_move_ns; /* earliest time this rank may leave a CPU it shares (sync_shm.c) */
+    char path[512];        /* the file until it is unlinked (rank 0) */
+    void *scratch[2];      /* cc__arena_scratch */
+    size_t scratch_len[2];
+} cc__arena_t;
+
+static inline struct cc__arena_ctl *cc__arena_ctl(const cc__arena_t *ar, int rank)
+{
+    return (struct cc__arena_ctl *)((char *)ar->base + CC__ARENA_HDR_BYTES +
+                                    (size_t)rank * CC__ARENA_STRIDE);
+}
+
+/* One op in flight on the arena. */
+typedef struct cc__arena_op {
+    cc__arena_t *ar;
+    cc__native_t *nc;
+    cc__op_t *op;
+    uint64_t seq; /* this op's arena number */
+    int par;      /* seq & 1 */
+} cc__arena_op_t;
+
+/*
+ * Make the arena (collective; the engine calls it on every rank of an
+ * all-shm communicator of 2+ ranks). CC_OK with *out NULL when it could not
+ * be made (logged; the algorithms then fall back on the net); errors only
+ * for a peer lost or a timeout on the way, which fail the creation.
+ */
+cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out);
+void cc__arena_destroy(cc__arena_t *ar);
+/* Peers' memory can be read with process_vm_readv (probed at creation, agreed by all). */
+int cc__arena_cma_ok(const cc__arena_t *ar);
+
+/*
+ * Start op `op` on the arena: number it, wait until this rank's parity may
+ * be rewritten, and fill its params (not yet published). count: see par.
+ */
+cc_status_t cc__arena_begin(cc__native_t *nc, cc__op_t *op, uint64_t count, cc__arena_op_t *ao);
+/* This rank's (or a peer's) arrival line and staging data of the op's parity. */
+struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank);
+void *cc__arena_data(cc__arena_op_t *ao, int rank);
+/* Publish the arrival (addresses and staged data become visible) and wake sleepers. */
+void cc__arena_post(cc__arena_op_t *ao);
+/* Wait until `peer` arrived at this op, then check that it runs the same op
+ * (CC_ERR_MISMATCH, logged, when not). */
+cc_status_t cc__arena_wait_arrive(cc__arena_op_t *ao, int peer);
+/* The same for every peer. */
+cc_status_t cc__arena_wait_all(cc__arena_op_t *ao);
+/* Publish prog = the first `pieces` pieces of this rank's share are final. */
+void cc__arena_progress(cc__arena_op_t *ao, uint64_t pieces);
+/* Wait until `peer` published at least `pieces` pieces of this op; *have: how many it has. */
+cc_status_t cc__arena_wait_progress(cc__arena_op_t *ao, int peer, uint64_t pieces, uint64_t *have);
+/* done = seq, then wait until every peer is done (its reads of this rank's buffers are over). */
+cc_status_t cc__arena_finish(cc__arena_op_t *ao);
+/* The same, waiting for one peer only (the root of a broadcast waits for all; others for none). */
+void cc__arena_done(cc__arena_op_t *ao);
+cc_status_t cc__arena_wait_done(cc__arena_op_t *ao, int peer);
+
+/*
+ * Every algorithm ends through here: on an error this rank tells its peers
+ * it gave up on the op (quit = seq), so they fail too instead of completing
+ * an op this rank abandoned or waiting for it until their deadline.
+ */
+cc_status_t cc__arena_end(cc__arena_op_t *ao, cc_status_t st);
+/* CC_OK unless a peer gave up on this op (CC_ERR_PEER_LOST, logged). */
+cc_status_t cc__arena_check_quit(cc__arena_op_t *ao);
+
+/* Copy len bytes at address `src` of `peer` into dst (process_vm_readv, one copy). */
+cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src, size_t len);
+
+/* Work space `which` (0 or 1) of at least len bytes, owned by the arena (one op at a time),
+ * or NULL (logged). Growing one leaves the other where it is. */
+void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len);
+/* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
+void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes);
+
+/* Bytes of the pipeline's pieces for ops whose n inputs stream through the cache. */
+size_t cc__arena_piece(int nranks, size_t elem_size);
+
+/* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */
+static inline void cc__arena_share(size_t count, int n, int c, size_t align, size_t *off,
+                                   size_t *len)
+{
+    size_t units = (count + align - 1) / align, base = units / (size_t)n, rem = units % (size_t)n;
+    size_t u0 = (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+    size_t u1 = u0 + base + ((size_t)c < rem ? 1 : 0);
+    *off = u0 * align < count ? u0 * align : count;
+    *len = (u1 * align < count ? u1 * align : count) - *off;
+}
+
+/*
+ * Building blocks (allreduce_shm.c). reduce_range: reduce elements [off,
+ * off + len) of every rank's input (peers' read in pieces through the
+ * cache) into dst, in rank order; with `publish`, progress after each piece.
+ * fetch_published: copy len elements at `src` of peer q into dst, as far as
+ * q published its pieces.
+ */
+cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, void *dst,
+                                 int publish);
+cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst,
+                                    size_t len);
+/* Stage this rank's whole input (in_count elements) in the arena. */
+void cc__shm_stage_input(cc__arena_op_t *ao);
+/* dst = elements [off, off + count) of every rank's staged input, reduced in rank order. */
+cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst);
+
+/*
+ * An algorithm's body runs one op on the arena; cc__shm_run picks the body
+ * (select_shm.c: the one asked for, or what stands in when it cannot run),
+ * runs it, and ends it through cc__arena_end.
+ */
+typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao);
+cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
+                        cc__shm_body cma);
+
+/* The two entries of a collective, cc__<coll>_shm_flat and cc__<coll>_shm_cma. */
+#define CC__SHM_ENTRIES(coll, flat, cma)                                                           \
+    cc_status_t cc__##coll##_shm_flat(cc__native_t *nc, cc__op_t *op)                              \
+    {                                                                                              \
+        return cc__shm_run(nc, op, 0, flat, cma);                                                  \
+    }                                                                                              \
+    cc_status_t cc__##coll##_shm_cma(cc__native_t *nc, cc__op_t *op)                               \
+    {                                                                                              \
+        return cc__shm_run(nc, op, 1, flat, cma);                                                  \
+    }
+
+/* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
+ * buffers in place (large). */
+cc_status_t cc__allreduce_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allreduce_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__alltoall_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__gather_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__gather_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__barrier_shm(cc__native_t *nc, cc__op_t *op);
+
+#endif /* CC_NATIVE_SHM_ARENA_H */

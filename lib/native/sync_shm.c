@@ -1,0 +1,340 @@
+/*
+ * sync_shm.c - the arena's counters: publish, wake, wait (shm_arena.h).
+ *
+ * A publisher stores its counter (seq_cst), then looks at each peer's
+ * `sleeping` flag and rings the bell of those that sleep. A waiter that
+ * gives up polling reads its bell, sets `sleeping` (seq_cst), re-reads the
+ * counter and only then sleeps on the bell value it read. The two seq_cst
+ * store-then-load pairs make either the publisher see the flag or the
+ * waiter see the counter, so no wake-up is lost; sleeps are bounded by the
+ * liveness period anyway.
+ *
+ * Waits go through three stages, as the transport's do: spin for the net's
+ * spin budget (zero when the host has more ranks than CPUs: a spinner
+ * would hold the core the rank it waits for needs), sched_yield for 1 ms,
+ * then sleep. Every clock reading checks the engine's abort, the op's
+ * deadline and, every CCOMM_PEER_CHECK_MS, that the awaited peer lives.
+ */
+#include <sched.h>
+#include <string.h>
+
+#include "clock.h"
+#include "comm.h"
+#include "log.h"
+#include "shm_arena.h"
+
+#define YIELD_NS   1000000ull /* yield stage */
+#define SPIN_BURST 64         /* polls between clock readings while spinning */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+static struct cc__arena_ctl *mine(const cc__arena_op_t *ao)
+{
+    return cc__arena_ctl(ao->ar, ao->ar->rank);
+}
+
+/* After a seq_cst publish: ring the peers that announced they sleep. */
+static void wake_sleepers(cc__arena_op_t *ao)
+{
+    cc__arena_t *ar = ao->ar;
+    for (int q = 0; q < ar->n; q++)
+        if (q != ar->rank && atomic_load(&cc__arena_ctl(ar, q)->sleeping))
+            cc__net_ring(ao->nc->net, q);
+}
+
+/* What a waiter must stop for, other than its word: abort, deadline, a lost peer. */
+static cc_status_t interrupted(cc__arena_op_t *ao, uint64_t now, uint64_t *next_check, int peer,
+                               const char *what)
+{
+    cc__native_t *nc = ao->nc;
+    int reason = atomic_load(&nc->abort_reason);
+    if (!reason) reason = cc__net_aborting(nc->net);
+    if (reason) return (cc_status_t)reason;
+    if (now >= ao->op->deadline_ns) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: %s (seq %llu) timed out on rank %d waiting for rank %d %s",
+                     cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq,
+                     ao->ar->rank, peer, what);
+        return CC_ERR_TIMEOUT;
+    }
+    if (atomic_load(&cc__arena_ctl(ao->ar, peer)->quit) >= ao->seq) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: rank %d gave up on %s (seq %llu) while rank %d waited "
+                     "for it %s",
+                     peer, cc_op_type_name(ao->op->info.type),
+                     (unsigned long long)ao->op->info.coll_seq, ao->ar->rank, what);
+        return CC_ERR_PEER_LOST;
+    }
+    if (now < *next_check) return CC_INPROGRESS;
+    *next_check = now + ao->ar->check_ns;
+    const char *cause = NULL;
+    if (cc__net_peer_check(nc->net, peer, &cause) == CC_OK) return CC_INPROGRESS;
+    cc_log_error(CC_SUBSYS_SHM, "shm: peer rank %d (pid %d) %s while rank %d waited for it %s in %s "
+                 "(seq %llu)",
+                 peer, ao->ar->pids[peer], cause, ao->ar->rank, what,
+                 cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq);
+    return CC_ERR_PEER_LOST;
+}
+
+/* Sleep on this rank's bell unless the word got there (see the top of the file). */
+static void nap(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, uint64_t until,
+                uint64_t now)
+{
+    _Atomic uint32_t *bell = cc__net_bell(ao->nc->net);
+    struct cc__arena_ctl *me = mine(ao);
+    uint32_t seen = atomic_load(bell);
+    atomic_store(&me->sleeping, 1);
+    if (atomic_load(w) < target && !atomic_load(&ao->nc->abort_reason))
+        cc__net_bell_wait(ao->nc->net, seen, until > now ? until - now : 1);
+    atomic_store(&me->sleeping, 0);
+}
+
+/* Where this rank runs, for peers deciding whether to spin; written only when it changed. */
+static int publish_cpu(cc__arena_op_t *ao)
+{
+    int cpu = sched_getcpu();
+    if (cpu != ao->ar->cpu) {
+        ao->ar->cpu = cpu;
+        atomic_store_explicit(&mine(ao)->cpu, cpu, memory_order_relaxed);
+    }
+    return cpu;
+}
+
+/*
+ * Two ranks that share a CPU while the host has a CPU for each (they ended
+ * up there through the scheduler's wake-ups) hand over through sched_yield,
+ * 5-10 us a time on a busy host, and a scheduler that sees no imbalance
+ * leaves them so. The higher rank asks to leave this CPU: it takes the CPU
+ * out of its thread's affinity and puts the mask back at once (the thread
+ * has moved by then). At most every 50 ms, so a scheduler that insists wins.
+ */
+static void move_off(cc__arena_t *ar, int cpu, uint64_t now)
+{
+    if (now < ar->next_move_ns || cpu < 0 || cpu >= CPU_SETSIZE) return;
+    ar->next_move_ns = now + 50000000ull;
+    cpu_set_t all, others;
+    if (sched_getaffinity(0, sizeof(all), &all) != 0) return;
+    others = all;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof(others), &others) != 0) return;
+    sched_setaffinity(0, sizeof(all), &all);
+    cc_log_debug(CC_SUBSYS_SHM, "shm: rank %d left cpu %d, which it shared with a peer it waits for",
+                 ar->rank, cpu);
+}
+
+/*
+ * Spin only while the awaited peer last waited on another CPU. On one CPU a
+ * spinner holds the CPU the peer needs to arrive; on a busy host the
+ * scheduler's wake-ups often pull two ranks onto one CPU, and a 50 us spin
+ * per handoff then made 8-byte allreduces 100x slower (measured).
+ */
+static uint64_t spin_budget(cc__arena_op_t *ao, int peer, uint64_t now)
+{
+    cc__arena_t *ar = ao->ar;
+    if (!ar->spin_ns) return 0;
+    int cpu = publish_cpu(ao);
+    if (atomic_load_explicit(&cc__arena_ctl(ar, peer)->cpu, memory_order_relaxed) != cpu)
+        return ar->spin_ns;
+    if (ar->rank > peer) move_off(ar, cpu, now);
+    return 0;
+}
+
+static cc_status_t wait_slow(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, int peer,
+                             const char *what)
+{
+    cc__arena_t *ar = ao->ar;
+    uint64_t start = cc__now_ns(), now = start, next_check = start + ar->check_ns;
+    uint64_t spin = spin_budget(ao, peer, now);
+    for (;;) {
+        uint64_t idle = now - start;
+        if (idle < spin && (spin = spin_budget(ao, peer, now)) > idle) {
+            for (int i = 0; i < SPIN_BURST; i++) {
+                if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
+                cpu_relax();
+            }
+        } else if (idle < spin + YIELD_NS) {
+            sched_yield();
+        } else {
+            uint64_t until = next_check < ao->op->deadline_ns ? next_check : ao->op->deadline_ns;
+            nap(ao, w, target, until, now);
+        }
+        if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
+        now = cc__now_ns();
+        cc_status_t st = interrupted(ao, now, &next_check, peer, what);
+        if (st == CC_INPROGRESS) continue;
+        /* A peer that finished, then exited or closed, did publish first: look once more. */
+        return atomic_load_explicit(w, memory_order_acquire) >= target ? CC_OK : st;
+    }
+}
+
+static inline cc_status_t wait_word(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target,
+                                    int peer, const char *what)
+{
+    if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
+    return wait_slow(ao, w, target, peer, what);
+}
+
+/* The op's description and its hash, which peers compare with theirs. */
+static uint64_t describe(const cc__op_t *op, uint64_t count, struct cc__arena_desc *d)
+{
+    const cc_op_info_t *in = &op->info;
+    d->coll_seq = in->coll_seq;
+    d->count = count;
+    d->type = (int32_t)in->type;
+    d->dtype = (int32_t)in->dtype;
+    d->redop = (int32_t)in->redop;
+    d->root = in->root;
+    uint64_t h = 0x9e3779b97f4a7c15ull, v[5] = {d->coll_seq, d->count, (uint64_t)d->type,
+                                                 (uint64_t)d->dtype << 32 | (uint32_t)d->redop,
+                                                 (uint64_t)(uint32_t)d->root};
+    for (int i = 0; i < 5; i++)
+        h = (h ^ v[i]) * 0xff51afd7ed558ccdull, h ^= h >> 29;
+    return h;
+}
+
+cc_status_t cc__arena_begin(cc__native_t *nc, cc__op_t *op, uint64_t count, cc__arena_op_t *ao)
+{
+    cc__arena_t *ar = nc->arena;
+    ao->ar = ar;
+    ao->nc = nc;
+    ao->op = op;
+    ao->seq = ++ar->seq;
+    ao->par = (int)(ao->seq & 1);
+    /* Parity seq & 1 was last used by op seq - 2: free once everyone arrived at op seq - 1. */
+    if (ar->all_arrived + 1 < ao->seq) {
+        for (int q = 0; q < ar->n; q++)
+            if (q != ar->rank)
+                CC_CHECK(wait_word(ao, &cc__arena_ctl(ar, q)->par[ao->par ^ 1].seq, ao->seq - 1,
+                                   q, "to begin the previous op"));
+        ar->all_arrived = ao->seq - 1;
+    }
+    struct cc__arena_ctl *me = mine(ao);
+    struct cc__arena_par *p = &me->par[ao->par];
+    p->sig = describe(op, count, &me->desc[ao->par]);
+    p->sendbuf = (uint64_t)(uintptr_t)op->info.sendbuf;
+    p->recvbuf = (uint64_t)(uintptr_t)op->info.recvbuf;
+    p->aux = 0;
+    return CC_OK;
+}
+
+struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank)
+{
+    return &cc__arena_ctl(ao->ar, rank)->par[ao->par];
+}
+
+void *cc__arena_data(cc__arena_op_t *ao, int rank)
+{
+    return (char *)cc__arena_ctl(ao->ar, rank) + CC__ARENA_CTL_BYTES +
+           (size_t)ao->par * CC__ARENA_DATA;
+}
+
+void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
+{
+    return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
+                                     : cc__arena_data(ao, rank);
+}
+
+void cc__arena_post(cc__arena_op_t *ao)
+{
+    if (ao->ar->spin_ns) publish_cpu(ao);
+    atomic_store(&mine(ao)->par[ao->par].seq, ao->seq);
+    wake_sleepers(ao);
+}
+
+/* Ranks that run different ops at the same arena number: say who runs what. */
+static cc_status_t mismatch(cc__arena_op_t *ao, int peer)
+{
+    const struct cc__arena_desc *a = &mine(ao)->desc[ao->par];
+    const struct cc__arena_desc *b = &cc__arena_ctl(ao->ar, peer)->desc[ao->par];
+    cc_log_error(CC_SUBSYS_SHM,
+                 "shm: ranks disagree at collective %llu: rank %d runs %s(count %llu, dtype %d, "
+                 "op %d, root %d) but rank %d runs %s(count %llu, dtype %d, op %d, root %d) as "
+                 "collective %llu",
+                 (unsigned long long)a->coll_seq, ao->ar->rank, cc_op_type_name(a->type),
+                 (unsigned long long)a->count, a->dtype, a->redop, a->root, peer,
+                 cc_op_type_name(b->type), (unsigned long long)b->count, b->dtype, b->redop,
+                 b->root, (unsigned long long)b->coll_seq);
+    return CC_ERR_MISMATCH;
+}
+
+cc_status_t cc__arena_wait_arrive(cc__arena_op_t *ao, int peer)
+{
+    struct cc__arena_par *p = cc__arena_par(ao, peer);
+    CC_CHECK(wait_word(ao, &p->seq, ao->seq, peer, "to arrive"));
+    return p->sig == mine(ao)->par[ao->par].sig ? CC_OK : mismatch(ao, peer);
+}
+
+cc_status_t cc__arena_wait_all(cc__arena_op_t *ao)
+{
+    cc__arena_t *ar = ao->ar;
+    /* Start after this rank: ranks that arrive together do not all wait on rank 0 first. */
+    for (int k = 1; k < ar->n; k++)
+        CC_CHECK(cc__arena_wait_arrive(ao, (ar->rank + k) % ar->n));
+    ar->all_arrived = ao->seq;
+    return CC_OK;
+}
+
+void cc__arena_progress(cc__arena_op_t *ao, uint64_t pieces)
+{
+    atomic_store(&mine(ao)->prog, ao->seq << CC__ARENA_PROG_BITS | pieces);
+    wake_sleepers(ao);
+}
+
+cc_status_t cc__arena_wait_progress(cc__arena_op_t *ao, int peer, uint64_t pieces, uint64_t *have)
+{
+    _Atomic uint64_t *w = &cc__arena_ctl(ao->ar, peer)->prog;
+    CC_CHECK(wait_word(ao, w, ao->seq << CC__ARENA_PROG_BITS | pieces, peer,
+                       "to publish its share"));
+    /* The peer cannot be at a later op: it waits for this rank's done first. */
+    *have = atomic_load_explicit(w, memory_order_acquire) & ((1ull << CC__ARENA_PROG_BITS) - 1);
+    return CC_OK;
+}
+
+void cc__arena_done(cc__arena_op_t *ao)
+{
+    atomic_store(&mine(ao)->done, ao->seq);
+    wake_sleepers(ao);
+}
+
+cc_status_t cc__arena_wait_done(cc__arena_op_t *ao, int peer)
+{
+    return wait_word(ao, &cc__arena_ctl(ao->ar, peer)->done, ao->seq, peer,
+                     "to finish reading this rank's buffers");
+}
+
+cc_status_t cc__arena_finish(cc__arena_op_t *ao)
+{
+    cc__arena_t *ar = ao->ar;
+    cc__arena_done(ao);
+    for (int k = 1; k < ar->n; k++)
+        CC_CHECK(cc__arena_wait_done(ao, (ar->rank + k) % ar->n));
+    ar->all_arrived = ao->seq; /* done implies arrived */
+    return CC_OK;
+}
+
+cc_status_t cc__arena_end(cc__arena_op_t *ao, cc_status_t st)
+{
+    if (st >= 0 || !ao->seq) return st;
+    atomic_store(&mine(ao)->quit, ao->seq);
+    wake_sleepers(ao);
+    return st;
+}
+
+cc_status_t cc__arena_check_quit(cc__arena_op_t *ao)
+{
+    cc__arena_t *ar = ao->ar;
+    for (int q = 0; q < ar->n; q++) {
+        if (q == ar->rank || atomic_load_explicit(&cc__arena_ctl(ar, q)->quit,
+                                                  memory_order_relaxed) < ao->seq)
+            continue;
+        cc_log_error(CC_SUBSYS_SHM, "shm: rank %d gave up on %s (seq %llu) before rank %d finished it",
+                     q, cc_op_type_name(ao->op->info.type),
+                     (unsigned long long)ao->op->info.coll_seq, ar->rank);
+        return CC_ERR_PEER_LOST;
+    }
+    return CC_OK;
+}

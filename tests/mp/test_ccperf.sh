@@ -1,0 +1,74 @@
+#!/bin/sh
+# test_ccperf.sh CASE CCRUN CCPERF - one test of ccperf (correctness only, never speed).
+#   sweep2, sweep4   every collective over a short sweep on 2 / 4 ranks (shm, and TCP for a
+#                    few): exit status 0, the table's footer, and the JSON (-J): every row has
+#                    zero wrong values, positive times, the sizes asked for, ok true
+#   usage            --help, bad options and unknown collectives: exit 0 / 2 and a message
+# Exit 0 = pass, 1 = fail, 77 = skipped (with the reason).
+set -u
+case=$1 CCRUN=$2 CCPERF=$3
+command -v python3 >/dev/null 2>&1 || { echo "skipped: python3 is needed to read the JSON"; exit 77; }
+tmp=$(mktemp -d /tmp/ccperf_test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL ($case): $*"; echo "--- out"; cat "$tmp/out" 2>/dev/null; exit 1; }
+
+# sweep N TRANSPORT COLL EXTRA...: run, then check the table and the JSON.
+sweep() {
+    n=$1 tp=$2 coll=$3
+    shift 3
+    CCOMM_TRANSPORT=$tp timeout 120 "$CCRUN" --no-prefix -n "$n" "$CCPERF" "$coll" -b 8 -e 256K -f 8 \
+        -n 2 -w 1 -c 1 -A 1 -J "$tmp/r.json" "$@" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc = 0 ] || fail "ccperf $coll on $n ranks ($tp) exited $rc"
+    grep -q '^# Out of bounds values : 0 OK' "$tmp/out" || fail "$coll: no OK footer"
+    grep -q '^# Avg bus bandwidth' "$tmp/out" || fail "$coll: no bandwidth footer"
+    python3 - "$tmp/r.json" "$coll" "$n" <<'PY' || fail "$coll: bad JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+coll, n = sys.argv[2], int(sys.argv[3])
+assert d["collective"] == coll and d["ranks"] == n, (d["collective"], d["ranks"])
+assert d["ok"] is True and d["out_of_bounds"] == 0
+rows = d["results"]
+want = 1 if coll == "barrier" else 6  # 8 B to 256 KiB by 8: 8, 64, ..., 256K
+assert len(rows) == want, len(rows)
+for r in rows:
+    for k in ("out_of_place", "in_place"):
+        m = r[k]
+        if m is None:
+            assert coll in ("sendrecv", "barrier") and k == "in_place", (coll, k)
+            continue
+        assert m["wrong"] == 0 and m["time_us"] > 0, m
+        assert m["algorithm"], m
+PY
+}
+
+case $case in
+sweep2 | sweep4)
+    n=${case#sweep}
+    for c in allreduce broadcast reduce allgather reduce_scatter alltoall gather scatter sendrecv \
+        barrier; do
+        sweep "$n" auto "$c"
+    done
+    for c in allreduce reduce_scatter alltoall; do sweep "$n" tcp "$c" -d int32; done
+    sweep "$n" auto allreduce -d bfloat16 -o max -r 1
+    sweep "$n" auto reduce -d uint8 -o bxor -r 1
+    sweep "$n" auto allreduce -d float16 -o avg -a 3
+    ;;
+usage)
+    "$CCPERF" --help >"$tmp/out" 2>&1 || fail "--help exited $?"
+    grep -q -- '-b,--minbytes' "$tmp/out" || fail "--help lacks -b"
+    grep -q 'alltoall' "$tmp/out" || fail "--help lacks the collectives"
+    "$CCPERF" nosuchcoll >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "unknown collective: exit $?"
+    grep -q 'unknown collective "nosuchcoll"' "$tmp/out" || fail "no message for the collective"
+    "$CCPERF" allreduce -d nosuchtype >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "bad -d: exit $?"
+    grep -q 'bad value "nosuchtype" for -d' "$tmp/out" || fail "no message for -d"
+    "$CCPERF" allreduce -b 1M -e 1K >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "-e below -b: exit $?"
+    "$CCPERF" allreduce -d float -o band >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "bitwise op on floats: exit $?"
+    ;;
+*) echo "unknown case $case"; exit 2 ;;
+esac
+exit 0

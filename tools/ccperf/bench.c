@@ -1,0 +1,195 @@
+/*
+ * bench.c - ccperf's measurement loop: per size and placement, warm up,
+ * time the calls between two barriers, check one call, and agree across
+ * ranks on the time (-a) and the number of wrong values.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ccperf.h"
+
+/* What the post hook saw of the last op: the algorithm and transport names are static strings. */
+static const char *g_algo, *g_transport;
+
+static void on_post(const cc_op_info_t *op, void *user)
+{
+    (void)user;
+    g_algo = op->algorithm;
+    if (op->transport) g_transport = op->transport;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+typedef struct bufs {
+    char *send, *recv, *inplace;
+    size_t bytes;
+} bufs_t;
+
+static int bufs_alloc(bufs_t *b, size_t bytes)
+{
+    b->bytes = (bytes + 4095) / 4096 * 4096;
+    if (!b->bytes) b->bytes = 4096;
+    b->send = aligned_alloc(4096, b->bytes);
+    b->recv = aligned_alloc(4096, b->bytes);
+    b->inplace = aligned_alloc(4096, b->bytes);
+    if (!b->send || !b->recv || !b->inplace) return -1;
+    /* First touch now, not inside the timed loop. */
+    memset(b->send, 0, b->bytes);
+    memset(b->recv, 0, b->bytes);
+    memset(b->inplace, 0, b->bytes);
+    return 0;
+}
+
+static void bufs_free(bufs_t *b)
+{
+    free(b->send);
+    free(b->recv);
+    free(b->inplace);
+}
+
+/* Point the context at the buffers of one placement and (for a check) fill them. */
+static void place(perf_ctx_t *x, bufs_t *b, int inplace, int fill)
+{
+    size_t es = cc_dtype_size(x->o->dtype);
+    const perf_shape_t *s = &x->shape;
+    if (inplace) {
+        x->sendbuf = b->inplace + s->send_off * es;
+        x->recvbuf = b->inplace + s->recv_off * es;
+        if (fill) perf_poison(b->inplace, (s->send > s->recv ? s->send : s->recv) * es);
+    } else {
+        x->sendbuf = b->send;
+        x->recvbuf = b->recv;
+        if (fill) perf_poison(b->recv, s->recv * es);
+    }
+    if (fill) perf_fill(x->o, x->sendbuf, s->send, x->rank, 0);
+}
+
+static int run_n(const perf_coll_t *c, perf_ctx_t *x, int n, size_t bytes)
+{
+    for (int i = 0; i < n; i++) {
+        cc_status_t st = c->run(x);
+        if (st != CC_OK) {
+            fprintf(stderr, "ccperf: rank %d: %s of %zu bytes failed: %s\n", x->rank, c->name,
+                    bytes, cc_status_name(st));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The time every rank reports, combined as -a says (0: rank 0's own). */
+static int agree_time(perf_ctx_t *x, double local, double *out)
+{
+    static const cc_redop_t ops[] = {CC_SUM, CC_SUM, CC_MIN, CC_MAX};
+    double v = local;
+    if (x->o->average == 0) {
+        *out = local;
+        return 0;
+    }
+    if (cc_allreduce(x->comm, &local, &v, 1, CC_FLOAT64, ops[x->o->average], NULL, NULL) != CC_OK)
+        return -1;
+    *out = x->o->average == 1 ? v / x->size : v;
+    return 0;
+}
+
+static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
+                   perf_result_t *res)
+{
+    const perf_opts_t *o = x->o;
+    size_t bytes = x->shape.bytes;
+    int iters = o->iters, warmup = o->warmup;
+    /* Every rank computes the same counts from the same size: they stay in step. */
+    if (o->budget && bytes && o->budget / bytes < (size_t)iters) {
+        iters = (int)(o->budget / bytes) + 1;
+        if (warmup > iters) warmup = iters;
+    }
+    place(x, b, inplace, o->check);
+    if (run_n(c, x, warmup, bytes) || cc_barrier(x->comm, NULL, NULL) != CC_OK) return -1;
+    double t0 = now_us();
+    if (run_n(c, x, iters, bytes)) return -1;
+    double t = (now_us() - t0) / iters;
+    res->algo = g_algo;
+    uint64_t wrong = 0, total = 0;
+    if (o->check) {
+        place(x, b, inplace, 1);
+        if (run_n(c, x, 1, bytes)) return -1;
+        wrong = perf_check(c, x);
+    }
+    if (agree_time(x, t, &res->time_us) != CC_OK ||
+        cc_allreduce(x->comm, &wrong, &total, 1, CC_UINT64, CC_SUM, NULL, NULL) != CC_OK)
+        return -1;
+    res->wrong = total;
+    res->algbw = res->time_us > 0 ? (double)bytes / res->time_us / 1e3 : 0;
+    res->busbw = res->algbw * c->factor(x->size);
+    return 0;
+}
+
+/* Collectives with an in-place form (sendrecv and barrier have none). */
+static int has_inplace(const perf_coll_t *c)
+{
+    return strcmp(c->name, "sendrecv") != 0 && strcmp(c->name, "barrier") != 0;
+}
+
+static size_t next_size(const perf_opts_t *o, size_t size)
+{
+    if (o->step_factor > 1) {
+        size_t n = (size_t)((double)size * o->step_factor);
+        return n > size ? n : size + 1;
+    }
+    return size + o->step_bytes;
+}
+
+static int sweep(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, perf_report_t *rep,
+                 uint64_t *wrong)
+{
+    size_t es = cc_dtype_size(x->o->dtype);
+    int barrier = !strcmp(c->name, "barrier");
+    for (size_t size = x->o->min_bytes; size <= x->o->max_bytes; size = next_size(x->o, size)) {
+        c->shape(size / es, x->size, x->rank, &x->shape);
+        x->shape.bytes = (x->shape.send > x->shape.recv ? x->shape.send : x->shape.recv) * es;
+        perf_result_t oop = {0}, ip = {0};
+        if (measure(c, x, b, 0, &oop)) return -1;
+        if (has_inplace(c) && measure(c, x, b, 1, &ip)) return -1;
+        *wrong += oop.wrong + ip.wrong;
+        if (rep) perf_report_row(rep, &x->shape, &oop, has_inplace(c) ? &ip : NULL);
+        if (barrier) break; /* one row: a barrier has no size */
+    }
+    return 0;
+}
+
+int perf_run(const perf_opts_t *o, const perf_coll_t *c, cc_comm_t *comm)
+{
+    perf_ctx_t x = {.comm = comm, .rank = cc_comm_rank(comm), .size = cc_comm_size(comm), .o = o};
+    cc_hook_handle_t h;
+    bufs_t b = {0};
+    perf_shape_t big;
+    c->shape(o->max_bytes / cc_dtype_size(o->dtype), x.size, x.rank, &big);
+    size_t most = (big.send > big.recv ? big.send : big.recv) * cc_dtype_size(o->dtype);
+    if (cc_hook_add_post(comm, on_post, NULL, 0, &h) != CC_OK || bufs_alloc(&b, most) != 0) {
+        fprintf(stderr, "ccperf: rank %d: cannot allocate %zu bytes x 3\n", x.rank, most);
+        bufs_free(&b);
+        return 1;
+    }
+    /* One op first, so the header knows the transport. */
+    if (cc_barrier(comm, NULL, NULL) != CC_OK) return 1;
+    perf_report_t *rep = NULL;
+    if (x.rank == 0) {
+        rep = perf_report_new(o, c, x.size, g_transport ? g_transport : "?");
+        if (rep) perf_report_header(rep, comm);
+    }
+    uint64_t wrong = 0;
+    int rc = sweep(c, &x, &b, rep, &wrong) ? 1 : 0;
+    if (rep && !rc && perf_report_end(rep, wrong) != 0) rc = 1;
+    if (wrong) rc = 1;
+    perf_report_free(rep);
+    cc_hook_remove(h);
+    bufs_free(&b);
+    return rc;
+}
