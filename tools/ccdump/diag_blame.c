@@ -135,7 +135,8 @@ static void deadlock(ccd_diag_t *d, const ccd_graph_t *g, int32_t comp, json_t *
     cycle_text(d, g, comp, text, sizeof(text));
     ccd_finding_t *f = ccd_add_finding(
         d, CCD_F_DEADLOCK, conf, cul, nc, "deadlock among %u ranks: %s%s", nn, text,
-        p2p ? " (point-to-point ops in an order that cannot complete)"
+        p2p ? " (a send or receive whose peer is waiting elsewhere: point-to-point ops in an order "
+              "that cannot complete)"
             : " (communicators used in different orders)");
     if (f && shown) {
         const ccd_entry_t *e = ccd_wait_entry(d, shown);

@@ -35,27 +35,26 @@ int ccd_coll_place(const ccd_member_t *m, uint64_t s, const ccd_entry_t **e)
     return m->last_enq >= s ? CCD_AT_IN : CCD_AT_NOT_ENTERED;
 }
 
-/* The earliest failed end among the members in it: when the first one gave up. */
-static uint64_t first_giveup(const ccd_cindex_t *ci, uint64_t s)
+/* When the first member entered collective s (0 unknown). */
+static uint64_t first_entry(const ccd_cindex_t *ci, uint64_t s)
 {
     uint64_t t = 0;
     for (int32_t k = 0; k < ci->n; k++) {
         const ccd_entry_t *e;
-        if (ccd_coll_place(&ci->m[k], s, &e) == CCD_AT_IN && e && ccd_entry_done(e) && e->t_end &&
-            (!t || e->t_end < t))
-            t = e->t_end;
+        if (ccd_coll_place(&ci->m[k], s, &e) == CCD_AT_IN && e && e->t_enq && (!t || e->t_enq < t))
+            t = e->t_enq;
     }
     return t;
 }
 
 static json_t *member_json(const ccd_diag_t *d, const ccd_member_t *m, const ccd_entry_t *e,
-                           uint64_t giveup)
+                           uint64_t late_after)
 {
     json_t *j = e ? ccd_entry_json(d, m->r, e) : json_pack("{s:i}", "rank", m->world);
     if (!j) return NULL;
     json_object_set_new(j, "process",
                         json_string(ccd_proc_name(m->world >= 0 ? d->proc[m->world] : 0)));
-    if (e && giveup && e->t_enq > giveup) json_object_set_new(j, "late", json_true());
+    if (e && late_after && e->t_enq > late_after) json_object_set_new(j, "late", json_true());
     return j;
 }
 
@@ -78,7 +77,8 @@ static void classify(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t s, json_t *
 {
     static const char *const keys[] = {"", "completed", "in_it", "not_entered", "no_record"};
     json_t *lists[5], *details[5];
-    uint64_t giveup = first_giveup(ci, s);
+    /* Late: entered a wait's worth after the first member (it kept the others waiting). */
+    uint64_t first = first_entry(ci, s), late_after = first ? first + d->opts.min_wait_ns : 0;
     for (int i = 1; i < 5; i++) {
         lists[i] = json_array();
         details[i] = json_array();
@@ -89,13 +89,13 @@ static void classify(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t s, json_t *
         int at = ccd_coll_place(m, s, &e);
         p->count[at]++;
         if (at == CCD_AT_IN && e && !ccd_entry_done(e)) p->unfinished++;
-        if (at == CCD_AT_IN && e && giveup && e->t_enq > giveup) p->late++;
+        if (at == CCD_AT_IN && e && late_after && e->t_enq > late_after) p->late++;
         if (at == CCD_AT_IN && e && ccd_is_wait(d, e)) p->waiting++;
         if (!p->ref && e && at == CCD_AT_IN) p->ref = e, p->ref_rank = m->r;
         json_array_append_new(lists[at], json_integer(m->world));
         if (json_array_size(details[at]) >= DETAIL_MAX || at == CCD_AT_COMPLETED) continue;
         json_array_append_new(details[at], at == CCD_AT_NOT_ENTERED ? absent_json(d, m)
-                                            : at == CCD_AT_IN      ? member_json(d, m, e, giveup)
+                                            : at == CCD_AT_IN      ? member_json(d, m, e, late_after)
                                                                    : json_pack("{s:i}", "rank",
                                                                                m->world));
     }
@@ -166,7 +166,8 @@ static json_t *incomplete(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t s, int
         json_object_set_new(inc, "dtype", json_string(ccd_dtype_name(d->job, p.ref->dtype)));
     }
     json_object_set_new(inc, "late_arrivals", json_integer(p.late));
-    if (p.ref && p.waiting && !mismatched && !p.count[CCD_AT_NOT_ENTERED] && !p.count[CCD_AT_NO_RECORD] &&
+    /* Late arrivals explain it already (the wait pass says who was late). */
+    if (p.ref && p.waiting && !mismatched && !p.late && !p.count[CCD_AT_NOT_ENTERED] && !p.count[CCD_AT_NO_RECORD] &&
         !p.count[CCD_AT_COMPLETED])
         no_progress(d, ci, s, &p);
     if (p.count[CCD_AT_COMPLETED] && p.count[CCD_AT_NOT_ENTERED]) inconsistent(d, ci, s, &p);

@@ -88,8 +88,8 @@ static void story(const ccd_diag_t *d, int32_t v, char *buf, size_t len)
         return;
     }
     ccd_describe_op(d, r, e, op, sizeof(op));
-    ccd_describe_age(d, b >= 0 ? e->t_enq : ccd_entry_last_time(e), age, sizeof(age));
-    if (b >= 0 && !ccd_entry_done(e))
+    ccd_describe_age(d, !ccd_entry_done(e) ? e->t_enq : ccd_entry_last_time(e), age, sizeof(age));
+    if (!ccd_entry_done(e))
         snprintf(buf, len, "it was in %s (%s since %s)", op, ccd_state_name(e->state), age);
     else
         snprintf(buf, len, "its last op was %s (%s, %s)", op, ccd_state_name(e->state), age);
@@ -293,7 +293,11 @@ static void fate_group(ccd_diag_t *d, int proc, int secondary, const int32_t *v,
     fate_text(d, proc, v, n, secondary, aff, text, sizeof(text));
     int conf = proc == CCD_PROC_MISSING || secondary ? CCD_UNCERTAIN : CCD_CERTAIN;
     ccd_finding_t *f = ccd_add_finding(d, kind[proc], conf, v, n, "%s", text);
+    const ccd_rank_t *r = d->job->rank[v[0]];
+    const ccd_entry_t *e = !r ? NULL : d->blocked[v[0]] >= 0 ? &r->e[d->blocked[v[0]]] : ccd_last_op(r);
     if (f) f->secondary = secondary, f->waiters = aff;
+    if (f && e && e->comm < r->ncomms) /* what it was doing: the op it was in, else its last */
+        f->g = (int32_t)r->comms[e->comm].g, f->seq = e->seq, f->op = ccd_op_name(d->job, e->op);
 }
 
 void ccd_fate_findings(ccd_diag_t *d, const ccd_graph_t *g, const ccd_rev_t *rv)

@@ -145,10 +145,12 @@ static void comm_section(const json_t *c, FILE *out)
              (int)json_array_size(json_object_get(p2p, "size_mismatches"));
     char members[200];
     json_ranks(json_object_get(c, "members"), members, sizeof(members));
-    fprintf(out, "  %s (id %s, %lld ranks: %s): collectives #1..#%lld completed by every member",
-            json_string_value(json_object_get(c, "name")), json_string_value(json_object_get(c, "id")),
-            (long long)json_integer_value(json_object_get(c, "size")), members,
-            (long long)json_integer_value(json_object_get(c, "completed_by_all_through")));
+    long long done = (long long)json_integer_value(json_object_get(c, "completed_by_all_through"));
+    fprintf(out, "  %s (id %s, %lld ranks: %s): ", json_string_value(json_object_get(c, "name")),
+            json_string_value(json_object_get(c, "id")),
+            (long long)json_integer_value(json_object_get(c, "size")), members);
+    if (done) fprintf(out, "collectives #1..#%lld completed by every member", done);
+    else fprintf(out, "no collective completed by every member");
     fprintf(out, "%s\n", !json_is_null(inc) || nm || ns || np ? "" : "; healthy");
     if (!json_is_null(inc) && inc) incomplete(inc, out);
     if (nm) fprintf(out, "    %zu collective(s) with mismatched calls (see findings)\n", nm);

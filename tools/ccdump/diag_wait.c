@@ -24,11 +24,10 @@ static const ccd_cindex_t *cindex_of(const ccd_diag_t *d, const ccd_rank_t *r,
     return *c >= 0 ? &d->ix->c[*c] : NULL;
 }
 
-/* e ended with an error after waiting long enough that a later arrival was late. */
-static int gave_up_waiting(const ccd_diag_t *d, const ccd_entry_t *e)
+/* x joined e's collective so long after e that e was kept waiting by it. */
+static int arrived_late(const ccd_diag_t *d, const ccd_entry_t *e, const ccd_entry_t *x)
 {
-    return ccd_entry_done(e) && e->t_end && e->t_end > e->t_enq &&
-           e->t_end - e->t_enq >= d->opts.min_wait_ns;
+    return e->t_enq && x->t_enq > e->t_enq && x->t_enq - e->t_enq >= d->opts.min_wait_ns;
 }
 
 static void coll_edges(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_cindex_t *ci,
@@ -42,7 +41,7 @@ static void coll_edges(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd
         int at = ccd_coll_place(m, e->seq, &x);
         int why = at == CCD_AT_NO_RECORD     ? CCD_W_NO_RECORD
                   : at == CCD_AT_NOT_ENTERED ? CCD_W_NOT_ENTERED
-                  : at == CCD_AT_IN && x && gave_up_waiting(d, e) && x->t_enq > e->t_end
+                  : at == CCD_AT_IN && x && arrived_late(d, e, x)
                       ? CCD_W_LATE
                       : 0;
         if (why) ccd_add_wait(d, &(ccd_wait_t){r->rank, m->world, c, i, why});
