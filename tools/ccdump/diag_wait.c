@@ -24,27 +24,74 @@ static const ccd_cindex_t *cindex_of(const ccd_diag_t *d, const ccd_rank_t *r,
     return *c >= 0 ? &d->ix->c[*c] : NULL;
 }
 
-/* x joined e's collective so long after e that e was kept waiting by it. */
-static int arrived_late(const ccd_diag_t *d, const ccd_entry_t *e, const ccd_entry_t *x)
+/*
+ * Where every member stands with one collective, computed once for all the
+ * ranks that wait in it (waiters come rank by rank, so the last collective
+ * asked for is the one to keep): the members that never entered it or have
+ * no record, and the members in it by enqueue time, latest first.
+ */
+typedef struct arrival {
+    uint64_t t;
+    int32_t w;
+} arrival_t;
+
+typedef struct memo {
+    int32_t c;
+    uint64_t seq;
+    int32_t *absent; /* world ranks */
+    uint8_t *why;    /* CCD_W_NOT_ENTERED or CCD_W_NO_RECORD */
+    uint32_t nabsent;
+    arrival_t *in; /* latest first */
+    uint32_t nin;
+} memo_t;
+
+static int later_first(const void *a, const void *b)
 {
-    return e->t_enq && x->t_enq > e->t_enq && x->t_enq - e->t_enq >= d->opts.min_wait_ns;
+    const arrival_t *x = a, *y = b;
+    return x->t > y->t ? -1 : x->t < y->t;
 }
 
-static void coll_edges(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_cindex_t *ci,
-                       int32_t c)
+static int memo_fill(memo_t *mm, const ccd_cindex_t *ci, int32_t c, uint64_t seq)
 {
-    const ccd_entry_t *e = &r->e[i];
+    if (mm->absent && mm->c == c && mm->seq == seq) return 0;
+    size_t n = (size_t)ci->n + 1;
+    free(mm->absent), free(mm->why), free(mm->in);
+    *mm = (memo_t){c, seq, malloc(n * sizeof(int32_t)), malloc(n), 0, malloc(n * sizeof(arrival_t)), 0};
+    if (!mm->absent || !mm->why || !mm->in) return -1;
     for (int32_t k = 0; k < ci->n; k++) {
         const ccd_member_t *m = &ci->m[k];
         const ccd_entry_t *x;
-        if (m->r == r || m->world < 0 || m->world == r->rank) continue;
-        int at = ccd_coll_place(m, e->seq, &x);
-        int why = at == CCD_AT_NO_RECORD     ? CCD_W_NO_RECORD
-                  : at == CCD_AT_NOT_ENTERED ? CCD_W_NOT_ENTERED
-                  : at == CCD_AT_IN && x && arrived_late(d, e, x)
-                      ? CCD_W_LATE
-                      : 0;
-        if (why) ccd_add_wait(d, &(ccd_wait_t){r->rank, m->world, c, i, why});
+        if (m->world < 0) continue;
+        int at = ccd_coll_place(m, seq, &x);
+        if (at == CCD_AT_NO_RECORD || at == CCD_AT_NOT_ENTERED) {
+            mm->absent[mm->nabsent] = m->world;
+            mm->why[mm->nabsent++] = at == CCD_AT_NO_RECORD ? CCD_W_NO_RECORD : CCD_W_NOT_ENTERED;
+        } else if (at == CCD_AT_IN && x && x->t_enq) {
+            mm->in[mm->nin++] = (arrival_t){x->t_enq, m->world};
+        }
+    }
+    qsort(mm->in, mm->nin, sizeof(arrival_t), later_first);
+    return 0;
+}
+
+#define LATE_MAX 64 /* late arrivals linked per waiter (the latest ones) */
+
+/* e waits for the members that never came, and for those that came so long
+ * after it that they kept it waiting (at least the minimum wait later). */
+static void coll_edges(ccd_diag_t *d, memo_t *mm, const ccd_rank_t *r, uint32_t i,
+                       const ccd_cindex_t *ci, int32_t c)
+{
+    const ccd_entry_t *e = &r->e[i];
+    if (memo_fill(mm, ci, c, e->seq)) {
+        d->oom = 1;
+        return;
+    }
+    for (uint32_t k = 0; k < mm->nabsent; k++)
+        if (mm->absent[k] != r->rank)
+            ccd_add_wait(d, &(ccd_wait_t){r->rank, mm->absent[k], c, i, mm->why[k]});
+    for (uint32_t k = 0; e->t_enq && k < mm->nin && k < LATE_MAX; k++) {
+        if (mm->in[k].t < e->t_enq || mm->in[k].t - e->t_enq < d->opts.min_wait_ns) break;
+        if (mm->in[k].w != r->rank) ccd_add_wait(d, &(ccd_wait_t){r->rank, mm->in[k].w, c, i, CCD_W_LATE});
     }
 }
 
@@ -68,6 +115,7 @@ static void p2p_edge(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_c
 static void make_edges(ccd_diag_t *d)
 {
     uint32_t ops[PENDING_MAX];
+    memo_t mm = {0};
     for (int32_t w = 0; w < d->job->world_size; w++) {
         const ccd_rank_t *r = d->job->rank[w];
         uint32_t n = r ? ccd_pending_ops(d, r, ops, PENDING_MAX) : 0;
@@ -75,10 +123,11 @@ static void make_edges(ccd_diag_t *d)
             int32_t c;
             const ccd_cindex_t *ci = cindex_of(d, r, &r->e[ops[j]], &c);
             if (!ci) continue;
-            if (r->e[ops[j]].flags & CCD_EF_COLL) coll_edges(d, r, ops[j], ci, c);
+            if (r->e[ops[j]].flags & CCD_EF_COLL) coll_edges(d, &mm, r, ops[j], ci, c);
             else p2p_edge(d, r, ops[j], ci, c);
         }
     }
+    free(mm.absent), free(mm.why), free(mm.in);
 }
 
 /* ---- the graph: adjacency, strongly connected components ----------------- */

@@ -129,13 +129,24 @@ static int fill(ccd_index_t *ix)
     return 0;
 }
 
+/* Record order is seq order for collectives almost always: check before sorting. */
+static void sort_unless_sorted(uint32_t *v, uint32_t n, int (*cmp)(const void *, const void *, void *),
+                               void *ctx)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (cmp(&v[i - 1], &v[i], ctx) > 0) {
+            qsort_r(v, n, sizeof(uint32_t), cmp, ctx);
+            return;
+        }
+}
+
 /* Sort the lists and derive the counters the entries prove. */
 static void finish_member(ccd_member_t *m)
 {
     if (!m->r) return;
     void *e = m->r->e;
-    qsort_r((uint32_t *)m->coll, m->ncoll, sizeof(uint32_t), by_seq, e);
-    qsort_r((uint32_t *)m->p2p, m->np2p, sizeof(uint32_t), by_p2p, e);
+    sort_unless_sorted((uint32_t *)m->coll, m->ncoll, by_seq, e);
+    sort_unless_sorted((uint32_t *)m->p2p, m->np2p, by_p2p, e);
     for (uint32_t i = 0; i < m->ncoll; i++) {
         const ccd_entry_t *x = &m->r->e[m->coll[i]];
         if (x->seq > m->last_enq) m->last_enq = x->seq;

@@ -119,6 +119,9 @@ int ccd_rank_from_snapshot(ccd_job_t *job, ccd_rank_t *r, const cc__fr_snapshot_
     header_facts(r, s);
     int *map = calloc(s->ncomms + 1, sizeof(int));
     if (!map || ring_comms(job, r, s, map)) goto oom;
+    r->e = malloc(((size_t)s->nentries + 1) * sizeof(ccd_entry_t)); /* once, not by doubling */
+    if (!r->e) goto oom;
+    r->cap = s->nentries + 1;
     for (uint32_t i = 0; i < s->nentries; i++) {
         const cc__fr_entry_t *e = cc__fr_snap_entry(s, i);
         int k = entry_comm(job, r, s, e, map);
