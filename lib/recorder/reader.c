@@ -80,6 +80,10 @@ static cc_status_t check_geometry(const cc__fr_header_t *h, uint64_t fsize, char
     if (h->capacity < 1 || h->capacity > CC__FR_MAX_CAPACITY)
         return fail(CC_ERR_INVALID_ARG, err, el, "capacity %u is not in [1, %u]", h->capacity,
                     CC__FR_MAX_CAPACITY);
+    if (h->header_size >= 4096 && h->header_size % 4096 == 0 && h->header_size > fsize)
+        return fail(CC_ERR_INVALID_ARG, err, el,
+                    "truncated: header size %u is beyond the file's %llu bytes", h->header_size,
+                    (unsigned long long)fsize);
     if (h->header_size < 4096 || h->header_size % 4096 || h->header_size > fsize)
         return fail(CC_ERR_INVALID_ARG, err, el,
                     "header size %u is not a multiple of 4096 within "

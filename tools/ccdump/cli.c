@@ -170,8 +170,8 @@ int ccd_parse_rank_list(const char *text, int32_t **out, uint32_t *n)
             }
             v[k++] = (int32_t)x;
         }
+        if (*end && (*end != ',' || !end[1])) goto bad;
         p = end + (*end == ',');
-        if (*end && *end != ',') goto bad;
     }
     if (!v || !k) goto bad;
     qsort(v, k, sizeof(int32_t), cmp_i32);

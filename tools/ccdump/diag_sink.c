@@ -146,8 +146,8 @@ static void sink_text(const ccd_diag_t *d, const sgroup_t *sg, const int32_t *wt
         break;
     default:
         snprintf(buf, len, "rank%s %s %s; %s: %s", pl ? "s" : "", who, part, st,
-                 late ? "it arrived too late" : "busy outside ccomm (compute, I/O, or a hang in the "
-                                                "application)");
+                 late ? "it arrived too late" : "busy outside communication (compute, I/O, or a hang "
+                                                "in the application)");
     }
 }
 

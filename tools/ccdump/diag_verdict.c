@@ -47,13 +47,15 @@ static void healthy(ccd_diag_t *d, json_t *v)
         missing += !d->job->rank[w];
         open += d->proc[w] == CCD_PROC_ALIVE || d->proc[w] == CCD_PROC_UNKNOWN;
     }
-    int conf = missing || open ? CCD_LIKELY : CCD_CERTAIN;
-    char text[400];
+    int damaged = d->job->notes.n || d->job->nbad;
+    int conf = damaged ? CCD_UNCERTAIN : missing || open ? CCD_LIKELY : CCD_CERTAIN;
+    char text[500];
     snprintf(text, sizeof(text),
              "no problem found in the records of %d rank(s): every recorded collective completed "
-             "on every member, no mismatch, no unmatched point-to-point op waiting, no crash%s",
+             "on every member, no mismatch, no unmatched point-to-point op waiting, no crash%s%s",
              d->job->world_size - missing,
-             open ? " (some processes are still running or their fate is not recorded)" : "");
+             open ? " (some processes are still running or their fate is not recorded)" : "",
+             damaged ? "; but some input was unusable or damaged (see the notes)" : "");
     json_object_set_new(v, "kind", json_string("ok"));
     json_object_set_new(v, "confidence", json_string(ccd_conf_name(conf)));
     json_object_set_new(v, "culprits", json_array());

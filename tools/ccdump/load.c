@@ -86,6 +86,15 @@ int ccd_load_json(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err,
     free(buf);
     if (!doc) return CCD_LOAD_BAD;
     int rc = ccd_load_json_doc(job, doc, path, out, err, errlen);
+    /* A dump that does not say when it was taken (PyTorch's, older ccomm ones)
+     * was written when its file was: ops still open then had waited until then. */
+    struct stat st;
+    uint64_t mtime = 0;
+    if (!stat(path, &st))
+        mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+    if (rc == CCD_LOAD_OK && !json_object_get(json_object_get(doc, "ccomm"), "dump_time_ns") &&
+        mtime > (*out)->t_dump)
+        (*out)->t_dump = (*out)->t_taken = mtime;
     json_decref(doc);
     return rc;
 }
@@ -219,7 +228,7 @@ char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
     if (rc) {
         fprintf(err, "ccdump: out of memory listing the inputs\n");
         ccd_free_inputs(l.v, l.n);
-        *count = 0;
+        *count = -1;
         return NULL;
     }
     *count = l.n;
@@ -260,8 +269,12 @@ static int load_one(ccd_job_t *job, const char *path, FILE *err)
 
 ccd_job_t *ccd_load_inputs(char **paths, int n, FILE *err)
 {
-    int count = 0;
+    int count = -1;
     char **files = ccd_find_inputs(paths, n, err, &count);
+    if (!count) {
+        fprintf(err, "ccdump: no ring file or dump found in the input\n");
+        return NULL;
+    }
     ccd_job_t *job = files ? ccd_job_new() : NULL;
     int rc = job ? 0 : -1;
     for (int i = 0; i < count && !rc; i++)

@@ -377,6 +377,8 @@ static int doc_entries(ccd_job_t *job, ccd_rank_t *r, json_t *doc, pgmap_t *pm)
     json_t *lists[2] = {json_object_get(doc, "entries"),
                         json_object_get(json_object_get(doc, "ccomm"), "lifecycle")};
     uint32_t bad = 0;
+    if (lists[0] && !json_is_array(lists[0]))
+        ccd_note(job, "%s: \"entries\" is not an array: no entries read", r->path);
     for (int l = 0; l < 2; l++) {
         size_t i;
         json_t *e;

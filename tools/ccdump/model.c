@@ -326,7 +326,13 @@ void ccd_fmt_ranks(char *buf, size_t len, const int32_t *ranks, uint32_t n)
 
 void ccd_fmt_dur(char *buf, size_t len, uint64_t ns)
 {
-    if (ns >= 100000000000ull)
+    if (ns >= 172800000000000ull)
+        snprintf(buf, len, "%.1f days", (double)ns / 86400e9);
+    else if (ns >= 7200000000000ull)
+        snprintf(buf, len, "%.1f h", (double)ns / 3600e9);
+    else if (ns >= 120000000000ull)
+        snprintf(buf, len, "%.1f min", (double)ns / 60e9);
+    else if (ns >= 100000000000ull)
         snprintf(buf, len, "%.0f s", (double)ns / 1e9);
     else if (ns >= 1000000000ull)
         snprintf(buf, len, "%.2f s", (double)ns / 1e9);
