@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,45 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
-int ccd_load_json(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err, size_t errlen)
+/* One document into the job, dated by its file when it does not say when it was taken. */
+static int add_doc(ccd_job_t *job, json_t *doc, const char *name, uint64_t mtime, char *err,
+                   size_t errlen)
+{
+    ccd_rank_t *r = NULL;
+    int rc = ccd_load_json_doc(job, doc, name, &r, err, errlen);
+    if (rc != CCD_LOAD_OK) return rc;
+    /* A dump that does not say when it was taken (PyTorch's, older ccomm ones)
+     * was written when its file was: ops still open then had waited until then. */
+    if (!json_object_get(json_object_get(doc, "ccomm"), "dump_time_ns") && mtime > r->t_dump)
+        r->t_dump = r->t_taken = mtime;
+    if (!ccd_job_add(job, r)) return CCD_LOAD_OK;
+    ccd_rank_free(r);
+    snprintf(err, errlen, "out of memory");
+    return CCD_LOAD_OOM;
+}
+
+/* `ccdump json --merged` output: {"ccdump_merged", "ranks": {"<rank>": dump}}. */
+static int add_merged(ccd_job_t *job, json_t *doc, const char *path, uint64_t mtime, char *err,
+                      size_t errlen)
+{
+    const char *key;
+    json_t *d;
+    int n = 0;
+    json_object_foreach(json_object_get(doc, "ranks"), key, d)
+    {
+        char name[PATH_MAX];
+        /* The rank goes last in the name: PyTorch's documents have no "rank" key. */
+        snprintf(name, sizeof(name), "%s#%.12s", path, key);
+        int rc = add_doc(job, d, name, mtime, err, errlen);
+        if (rc == CCD_LOAD_OOM) return rc;
+        if (rc != CCD_LOAD_OK) ccd_note(job, "%s: unusable: %s", name, err);
+        n += rc == CCD_LOAD_OK;
+    }
+    if (!n) snprintf(err, errlen, "a merged document without a usable rank");
+    return n ? CCD_LOAD_OK : CCD_LOAD_BAD;
+}
+
+int ccd_load_json(ccd_job_t *job, const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
     char *buf = read_file(path, &len, err, errlen);
@@ -85,16 +124,12 @@ int ccd_load_json(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err,
     json_t *doc = ccd_json_parse(buf, len, path, err, errlen);
     free(buf);
     if (!doc) return CCD_LOAD_BAD;
-    int rc = ccd_load_json_doc(job, doc, path, out, err, errlen);
-    /* A dump that does not say when it was taken (PyTorch's, older ccomm ones)
-     * was written when its file was: ops still open then had waited until then. */
     struct stat st;
     uint64_t mtime = 0;
     if (!stat(path, &st))
         mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
-    if (rc == CCD_LOAD_OK && !json_object_get(json_object_get(doc, "ccomm"), "dump_time_ns") &&
-        mtime > (*out)->t_dump)
-        (*out)->t_dump = (*out)->t_taken = mtime;
+    int rc = json_object_get(doc, "ccdump_merged") ? add_merged(job, doc, path, mtime, err, errlen)
+                                                   : add_doc(job, doc, path, mtime, err, errlen);
     json_decref(doc);
     return rc;
 }
@@ -251,7 +286,10 @@ static int load_one(ccd_job_t *job, const char *path, FILE *err)
     int kind = ccd_sniff(path, why, sizeof(why));
     job->nfiles++;
     if (kind == CCD_KIND_RING) rc = ccd_load_ring(job, path, &r, why, sizeof(why));
-    if (kind == CCD_KIND_JSON) rc = ccd_load_json(job, path, &r, why, sizeof(why));
+    if (kind == CCD_KIND_JSON) {
+        rc = ccd_load_json(job, path, why, sizeof(why));
+        if (rc == CCD_LOAD_OK) return 0;
+    }
     if (kind == CCD_KIND_PICKLE)
         snprintf(why, sizeof(why), "a Python pickle (PyTorch's default dump format): ccdump reads "
                                    "JSON dumps; see docs/ccdump.md for the one-line conversion");

@@ -22,8 +22,12 @@ int ccd_load_ring(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err,
 /* A validated snapshot into `r` (header facts, comms, entries). -1 when out of memory. */
 int ccd_rank_from_snapshot(ccd_job_t *job, ccd_rank_t *r, const cc__fr_snapshot_t *s);
 
-/* A JSON dump file (ccomm's, or PyTorch's / torchcomms' version 2.x). */
-int ccd_load_json(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err, size_t errlen);
+/*
+ * A JSON dump file (ccomm's, PyTorch's / torchcomms' version 2.x, or the
+ * merged document of `ccdump json --merged`): its rank(s) are added to the
+ * job. CCD_LOAD_OK, or CCD_LOAD_BAD / CCD_LOAD_OOM with err set.
+ */
+int ccd_load_json(ccd_job_t *job, const char *path, char *err, size_t errlen);
 /* A parsed document; `path` names it in messages and gives PyTorch dumps their rank. */
 int ccd_load_json_doc(ccd_job_t *job, json_t *doc, const char *path, ccd_rank_t **out, char *err,
                       size_t errlen);
