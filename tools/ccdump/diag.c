@@ -68,6 +68,8 @@ ccd_finding_t *ccd_add_finding(ccd_diag_t *d, int kind, int conf, const int32_t 
 
 void ccd_add_wait(ccd_diag_t *d, const ccd_wait_t *w)
 {
+    if (w->from < 0 || w->to < 0 || w->from >= d->job->world_size || w->to >= d->job->world_size)
+        return; /* the graph is over the job's ranks only */
     if (d->nw == d->wcap) {
         uint32_t c = d->wcap ? 2 * d->wcap : 64;
         ccd_wait_t *v = realloc(d->w, (size_t)c * sizeof(*v));

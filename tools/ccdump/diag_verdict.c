@@ -73,7 +73,7 @@ void ccd_diag_verdict(ccd_diag_t *d)
         json_decref(v);
         return;
     }
-    qsort(d->f, d->nf, sizeof(*d->f), rank_cmp);
+    if (d->nf) qsort(d->f, d->nf, sizeof(*d->f), rank_cmp);
     for (uint32_t i = 0; i < d->nf; i++)
         json_array_append_new(all, finding_json(d, &d->f[i]));
     json_object_set_new(d->report, "findings", all);

@@ -255,7 +255,7 @@ char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
         }
         int first = l.n;
         rc = walk(&l, paths[i], 1, err, &tmp);
-        qsort(l.v + first, (size_t)(l.n - first), sizeof(char *), cmp_str);
+        if (l.n > first) qsort(l.v + first, (size_t)(l.n - first), sizeof(char *), cmp_str);
     }
     if (tmp)
         fprintf(err, "ccdump: note: %d half-written dump(s) (*.json.tmp.<pid>) skipped: their "

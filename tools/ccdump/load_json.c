@@ -482,7 +482,7 @@ static int doc_to_rank(ccd_job_t *job, ccd_rank_t *r, json_t *doc, pgmap_t *pm, 
     if (pg_config(job, r, doc)) return -1;
     if (ccomm && ccomm_comms(job, r, cc, pm)) return -1;
     if (doc_entries(job, r, doc, pm)) return -1;
-    qsort(r->e, r->n, sizeof(ccd_entry_t), by_record);
+    if (r->n) qsort(r->e, r->n, sizeof(ccd_entry_t), by_record);
     if (!ccomm && renumber_p2p(r)) return -1;
     pg_status(r, doc, pm);
     finish_times(r);

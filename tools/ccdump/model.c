@@ -246,8 +246,10 @@ static void comm_merge(ccd_comm_t *c, const char *name, int32_t size, const int3
             c->members[i] = -1;
     }
     if (!members || size != c->size) return;
+    /* Files are not trusted: a member outside the ranks ccdump handles is unknown. */
     for (int32_t i = 0; i < size; i++)
-        if (c->members[i] < 0) c->members[i] = members[i];
+        if (c->members[i] < 0 && members[i] >= 0 && members[i] < CCD_MAX_WORLD)
+            c->members[i] = members[i];
 }
 
 int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t size,
@@ -282,7 +284,8 @@ int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t s
 void ccd_comm_set_member(ccd_job_t *job, uint32_t g, int32_t crank, int32_t world)
 {
     ccd_comm_t *c = &job->comms[g];
-    if (crank >= 0 && crank < c->size && c->members && c->members[crank] < 0)
+    if (crank >= 0 && crank < c->size && c->members && c->members[crank] < 0 && world >= 0 &&
+        world < CCD_MAX_WORLD)
         c->members[crank] = world;
 }
 
