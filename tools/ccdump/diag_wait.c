@@ -76,8 +76,24 @@ static int memo_fill(memo_t *mm, const ccd_cindex_t *ci, int32_t c, uint64_t seq
 
 #define LATE_MAX 64 /* late arrivals linked per waiter (the latest ones) */
 
+/*
+ * How long after e a member may join e's collective before it counts as
+ * having kept e waiting: the minimum wait, or, for an op that gave up, half
+ * of its wait (a member that came when the waiter had waited most of its
+ * deadline) but not less than a quarter of the minimum wait (ops that fail
+ * at once wait for no one). 0: e is not a wait that can be late for.
+ */
+static uint64_t late_after(const ccd_diag_t *d, const ccd_entry_t *e)
+{
+    uint64_t w = d->opts.min_wait_ns;
+    if (!e->t_enq) return 0;
+    if (ccd_entry_done(e) && e->t_end > e->t_enq && (e->t_end - e->t_enq) / 2 < w)
+        w = (e->t_end - e->t_enq) / 2;
+    return w < d->opts.min_wait_ns / 4 ? d->opts.min_wait_ns / 4 : w ? w : 1;
+}
+
 /* e waits for the members that never came, and for those that came so long
- * after it that they kept it waiting (at least the minimum wait later). */
+ * after it that they kept it waiting (late_after). */
 static void coll_edges(ccd_diag_t *d, memo_t *mm, const ccd_rank_t *r, uint32_t i,
                        const ccd_cindex_t *ci, int32_t c)
 {
@@ -89,8 +105,9 @@ static void coll_edges(ccd_diag_t *d, memo_t *mm, const ccd_rank_t *r, uint32_t 
     for (uint32_t k = 0; k < mm->nabsent; k++)
         if (mm->absent[k] != r->rank)
             ccd_add_wait(d, &(ccd_wait_t){r->rank, mm->absent[k], c, i, mm->why[k]});
-    for (uint32_t k = 0; e->t_enq && k < mm->nin && k < LATE_MAX; k++) {
-        if (mm->in[k].t < e->t_enq || mm->in[k].t - e->t_enq < d->opts.min_wait_ns) break;
+    uint64_t late = late_after(d, e);
+    for (uint32_t k = 0; late && k < mm->nin && k < LATE_MAX; k++) {
+        if (mm->in[k].t < e->t_enq || mm->in[k].t - e->t_enq < late) break;
         if (mm->in[k].w != r->rank) ccd_add_wait(d, &(ccd_wait_t){r->rank, mm->in[k].w, c, i, CCD_W_LATE});
     }
 }
