@@ -10,7 +10,6 @@
 
 #include "diag.h"
 
-#define RANK_LINES 32
 
 static void put_time(FILE *out, uint64_t ns)
 {
@@ -62,45 +61,86 @@ static void header(const ccd_diag_t *d, FILE *out)
     fprintf(out, "\n");
 }
 
+/* What rank w was doing: "in X (state, age)" or "last: X (state, age)"; the key
+ * leaves the age out, so that ranks doing the same thing compare equal. */
+static void rank_doing(const ccd_diag_t *d, int32_t w, char *buf, size_t len, int with_age)
+{
+    const ccd_rank_t *r = d->job->rank[w];
+    const ccd_entry_t *e = !r ? NULL : d->blocked[w] >= 0 ? &r->e[d->blocked[w]] : ccd_last_op(r);
+    char what[160], age[80] = "";
+    const char *sig = r && r->fatal_signal ? sigabbrev_np(r->fatal_signal) : NULL;
+    if (!e) {
+        snprintf(buf, len, "%s", r ? "no op recorded" : "no ring or dump found");
+        return;
+    }
+    ccd_describe_op(d, r, e, what, sizeof(what));
+    if (with_age) ccd_describe_age(d, ccd_entry_last_time(e), age, sizeof(age));
+    snprintf(buf, len, "%s%s%s%s %s (%s%s%s)", r->fatal_signal ? "SIG" : "", sig ? sig : "",
+             r->fatal_signal ? "; " : "", d->blocked[w] >= 0 ? "in" : "last:", what,
+             ccd_state_name(e->state), with_age ? ", " : "", age);
+}
+
 static void rank_line(const ccd_diag_t *d, int32_t w, FILE *out)
 {
     const ccd_rank_t *r = d->job->rank[w];
+    char where[96] = "", doing[400];
+    if (r) snprintf(where, sizeof(where), "%s:%d", r->host, r->pid);
+    rank_doing(d, w, doing, sizeof(doing), 1);
     fprintf(out, "  %-6d %-8s ", w, ccd_proc_name(d->proc[w]));
-    if (!r) {
-        fprintf(out, "no ring or dump found\n");
-        return;
-    }
-    char where[96], op[300] = "no op recorded", age[80];
-    snprintf(where, sizeof(where), "%s:%d", r->host, r->pid);
-    const ccd_entry_t *e = d->blocked[w] >= 0 ? &r->e[d->blocked[w]] : ccd_last_op(r);
-    if (e) {
-        char what[160];
-        ccd_describe_op(d, r, e, what, sizeof(what));
-        ccd_describe_age(d, ccd_entry_last_time(e), age, sizeof(age));
-        snprintf(op, sizeof(op), "%s %s (%s, %s)", d->blocked[w] >= 0 ? "in" : "last:", what,
-                 ccd_state_name(e->state), age);
-    }
     ccd_put_safe(out, where);
-    fprintf(out, "%*s", (int)(where[0] && strlen(where) < 22 ? 22 - strlen(where) : 1), "");
-    if (r->fatal_signal) fprintf(out, "SIG%s; ", sigabbrev_np(r->fatal_signal) ? sigabbrev_np(r->fatal_signal) : "?");
-    fprintf(out, "%s\n", op);
+    fprintf(out, "%*s", (int)(strlen(where) < 22 ? 22 - strlen(where) : 1), "");
+    ccd_put_safe(out, doing);
+    fputc('\n', out);
 }
 
-/* Ranks worth a look first (not exited cleanly, or stuck), then a count of the rest. */
+#define GROUPS 24
+
+typedef struct group {
+    char key[440];
+    int32_t *ranks;
+    uint32_t n;
+} group_t;
+
+/* Big jobs: ranks with the same process state doing the same thing are one line. */
+static void ranks_grouped(const ccd_diag_t *d, FILE *out)
+{
+    group_t *g = calloc(GROUPS, sizeof(group_t));
+    int ng = 0;
+    uint32_t other = 0;
+    char key[440], doing[400], list[160];
+    for (int32_t w = 0; g && w < d->job->world_size; w++) {
+        rank_doing(d, w, doing, sizeof(doing), 0);
+        snprintf(key, sizeof(key), "%s|%s", ccd_proc_name(d->proc[w]), doing);
+        int i = 0;
+        while (i < ng && strcmp(g[i].key, key))
+            i++;
+        if (i == ng && ng < GROUPS && (g[ng].ranks = malloc((size_t)d->job->world_size * 4)))
+            snprintf(g[ng++].key, sizeof(g[0].key), "%s", key);
+        if (i < ng) g[i].ranks[g[i].n++] = w;
+        else other++;
+    }
+    for (int i = 0; i < ng; i++) {
+        ccd_fmt_ranks(list, sizeof(list), g[i].ranks, g[i].n);
+        rank_doing(d, g[i].ranks[0], doing, sizeof(doing), 1);
+        fprintf(out, "  %s (%u rank%s): %s, ", list, g[i].n, g[i].n > 1 ? "s" : "",
+                ccd_proc_name(d->proc[g[i].ranks[0]]));
+        ccd_put_safe(out, doing);
+        fprintf(out, "%s\n", g[i].n > 1 ? " [first of them]" : "");
+        free(g[i].ranks);
+    }
+    if (other) fprintf(out, "  ... %u rank(s) in other states (see --json)\n", other);
+    free(g);
+}
+
 static void ranks(const ccd_diag_t *d, FILE *out)
 {
-    int32_t shown = 0, quiet = 0;
     fprintf(out, "\nranks (process, host:pid, what it was doing)\n");
-    for (int32_t w = 0; w < d->job->world_size; w++) {
-        int plain = (d->proc[w] == CCD_PROC_EXITED || d->proc[w] == CCD_PROC_ALIVE) && d->blocked[w] < 0;
-        if ((plain && d->job->world_size > 16) || shown >= RANK_LINES) {
-            quiet++;
-            continue;
-        }
-        rank_line(d, w, out);
-        shown++;
+    if (d->job->world_size > 16) {
+        ranks_grouped(d, out);
+        return;
     }
-    if (quiet) fprintf(out, "  ... %d more rank(s) not shown (healthy, or past %d lines: see --json)\n", quiet, RANK_LINES);
+    for (int32_t w = 0; w < d->job->world_size; w++)
+        rank_line(d, w, out);
 }
 
 static void incomplete(const json_t *inc, FILE *out)
@@ -135,6 +175,17 @@ static void incomplete(const json_t *inc, FILE *out)
     }
 }
 
+static int comm_healthy(const json_t *c)
+{
+    const json_t *p2p = json_object_get(c, "p2p");
+    return json_is_null(json_object_get(c, "first_incomplete")) &&
+           !json_array_size(json_object_get(c, "mismatches")) &&
+           !json_array_size(json_object_get(c, "stragglers")) &&
+           !json_integer_value(json_object_get(p2p, "unmatched_pending")) &&
+           !json_integer_value(json_object_get(p2p, "unmatched_completed")) &&
+           !json_array_size(json_object_get(p2p, "size_mismatches"));
+}
+
 static void comm_section(const json_t *c, FILE *out)
 {
     const json_t *inc = json_object_get(c, "first_incomplete"), *p2p = json_object_get(c, "p2p");
@@ -151,7 +202,7 @@ static void comm_section(const json_t *c, FILE *out)
             (long long)json_integer_value(json_object_get(c, "size")), members);
     if (done) fprintf(out, "collectives #1..#%lld completed by every member", done);
     else fprintf(out, "no collective completed by every member");
-    fprintf(out, "%s\n", !json_is_null(inc) || nm || ns || np ? "" : "; healthy");
+    fprintf(out, "%s\n", comm_healthy(c) ? "; healthy" : "");
     if (!json_is_null(inc) && inc) incomplete(inc, out);
     if (nm) fprintf(out, "    %zu collective(s) with mismatched calls (see findings)\n", nm);
     if (ns) fprintf(out, "    %zu straggler(s) (see findings)\n", ns);
@@ -159,6 +210,24 @@ static void comm_section(const json_t *c, FILE *out)
                     (int)json_integer_value(json_object_get(p2p, "unmatched_pending")),
                     (int)json_integer_value(json_object_get(p2p, "unmatched_completed")),
                     json_array_size(json_object_get(p2p, "size_mismatches")));
+}
+
+/* Every communicator with something to say; past 8, healthy ones are only counted. */
+static void comms(const ccd_diag_t *d, FILE *out)
+{
+    const json_t *all = json_object_get(d->report, "communicators");
+    size_t i, quiet = 0, n = json_array_size(all);
+    json_t *c;
+    fprintf(out, "\ncommunicators\n");
+    json_array_foreach(all, i, c)
+    {
+        if (n > 8 && comm_healthy(c)) {
+            quiet++;
+            continue;
+        }
+        comm_section(c, out);
+    }
+    if (quiet) fprintf(out, "  ... and %zu healthy communicator(s) (see --json)\n", quiet);
 }
 
 static void findings(const ccd_diag_t *d, FILE *out)
@@ -192,11 +261,7 @@ void ccd_diag_print_text(const ccd_diag_t *d, FILE *out)
 {
     header(d, out);
     ranks(d, out);
-    fprintf(out, "\ncommunicators\n");
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(d->report, "communicators"), i, c)
-        comm_section(c, out);
+    comms(d, out);
     size_t nd = json_array_size(json_object_get(d->report, "deadlocks"));
     fprintf(out, "\nwaits: %u (rank -> rank it waits for), deadlock cycles: %zu\n", d->nw, nd);
     findings(d, out);
