@@ -175,7 +175,14 @@ int main(int argc, char **argv)
             FILE *f = fopen(last, "wb");
             if (f) fwrite(b, 1, len, f), fclose(f);
         }
+        struct timespec a, z;
+        clock_gettime(CLOCK_MONOTONIC, &a);
         LLVMFuzzerTestOneInput(b, len);
+        clock_gettime(CLOCK_MONOTONIC, &z);
+        double took = (double)(z.tv_sec - a.tv_sec) + (z.tv_nsec - a.tv_nsec) / 1e9;
+        if (took > 1.0) /* huge claims in a small file should cost little: say so */
+            printf("%s: mutant %ld took %.1f s (replay: -seed 0x%llx -runs %ld -last FILE)\n",
+                   argv[0], done, took, (unsigned long long)seed, done + 1);
     }
     printf("%s: %ld mutants of %d inputs, seed 0x%llx: no crash\n", argv[0], done, c.n,
            (unsigned long long)seed);

@@ -88,6 +88,78 @@ static int order_culprits(const ccd_diag_t *d, const ccd_graph_t *g, int32_t com
     return tie || ng < 2 ? CCD_UNCERTAIN : CCD_LIKELY;
 }
 
+#define OPS_MAX 8
+
+/* The collectives the cycle's ranks wait in (at most OPS_MAX). */
+static int cycle_ops(const ccd_diag_t *d, const ccd_graph_t *g, int32_t comp, wgroup_t *ops)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < d->nw && n < OPS_MAX; i++) {
+        const ccd_wait_t *w = &d->w[i];
+        const ccd_entry_t *e = ccd_wait_entry(d, w);
+        if (g->comp[w->from] != comp || g->comp[w->to] != comp || !(e->flags & CCD_EF_COLL)) continue;
+        int k = 0;
+        while (k < n && (ops[k].c != w->c || ops[k].seq != e->seq))
+            k++;
+        if (k == n) ops[n++] = (wgroup_t){w->c, e->seq, 0, w};
+    }
+    return n;
+}
+
+/* pos[w * nops + i]: where op i is in rank w's record (-1 not there). */
+static int64_t *op_positions(const ccd_diag_t *d, const wgroup_t *ops, int nops)
+{
+    size_t n = (size_t)d->job->world_size * (size_t)nops;
+    int64_t *pos = malloc((n + 1) * sizeof(int64_t));
+    for (size_t i = 0; pos && i < n; i++)
+        pos[i] = -1;
+    for (int i = 0; pos && i < nops; i++) {
+        const ccd_cindex_t *ci = &d->ix->c[ops[i].c];
+        for (int32_t k = 0; k < ci->n; k++) {
+            const ccd_member_t *m = &ci->m[k];
+            const ccd_entry_t *e = m->r && m->world >= 0 ? ccd_member_coll(m, ops[i].seq) : NULL;
+            if (e) pos[(size_t)m->world * (size_t)nops + (size_t)i] = e - m->r->e;
+        }
+    }
+    return pos;
+}
+
+/*
+ * The order in which each rank issued the cycle's collectives (its record
+ * order, whatever the timing): ranks whose order of some pair disagrees with
+ * most ranks' are the culprits. 0 when the records say nothing about order.
+ */
+static int issue_order_culprits(const ccd_diag_t *d, const ccd_graph_t *g, int32_t comp,
+                                int32_t *out, uint32_t *nout, const ccd_wait_t **shown)
+{
+    wgroup_t ops[OPS_MAX];
+    int nops = cycle_ops(d, g, comp, ops), lt[OPS_MAX][OPS_MAX] = {{0}};
+    int64_t *pos = nops >= 2 ? op_positions(d, ops, nops) : NULL;
+    int32_t n = d->job->world_size, compared = 0;
+    if (!pos) return 0;
+    for (int32_t w = 0; w < n; w++) /* lt[i][j]: ranks that issued i before j */
+        for (int i = 0; i < nops; i++)
+            for (int j = 0; j < nops; j++)
+                lt[i][j] += pos[w * nops + i] >= 0 && pos[w * nops + j] > pos[w * nops + i];
+    *nout = 0;
+    for (int32_t w = 0; w < n; w++) {
+        int odd = 0, has_pair = 0;
+        for (int i = 0; i < nops; i++)
+            for (int j = 0; j < nops; j++) {
+                if (pos[w * nops + i] < 0 || pos[w * nops + j] <= pos[w * nops + i]) continue;
+                has_pair = 1;
+                odd |= lt[j][i] > lt[i][j]; /* most ranks issued j before i */
+            }
+        compared += has_pair;
+        if (odd) out[(*nout)++] = w;
+    }
+    for (uint32_t i = 0; i < d->nw && *nout && !*shown; i++)
+        if (d->w[i].from == out[0]) *shown = &d->w[i];
+    free(pos);
+    if (!*nout) return 0;
+    return 2 * *nout < (uint32_t)compared ? CCD_LIKELY : CCD_UNCERTAIN;
+}
+
 /* "rank 0 waits in all_reduce #2 on world for rank 1; ..." for the first few ranks. */
 static void cycle_text(const ccd_diag_t *d, const ccd_graph_t *g, int32_t comp, char *buf, size_t len)
 {
@@ -130,6 +202,7 @@ static void deadlock(ccd_diag_t *d, const ccd_graph_t *g, int32_t comp, json_t *
     for (int32_t v = 0; v < g->n; v++)
         if (g->comp[v] == comp) nodes[nn++] = v;
     int conf = cycle_culprits(d, g, comp, cul, &nc, &shown);
+    if (!nc) conf = issue_order_culprits(d, g, comp, cul, &nc, &shown);
     if (!nc) conf = order_culprits(d, g, comp, cul, &nc, &shown);
     int p2p = shown && (shown->why == CCD_W_NOT_SENT || shown->why == CCD_W_NOT_RECEIVED);
     cycle_text(d, g, comp, text, sizeof(text));

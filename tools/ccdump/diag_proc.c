@@ -131,9 +131,14 @@ void ccd_diag_procs(ccd_diag_t *d)
         d->blocked[w] = blocked_op(d, r);
         first_error(d, r);
     }
-    for (int32_t w = 0; ranks && w < job->world_size; w++)
-        json_array_append_new(ranks, rank_json(d, w));
+    /* Ranks without a record are only listed: a world size read from a damaged
+     * header must not turn into a million objects. */
+    json_t *missing = json_array();
+    for (int32_t w = 0; ranks && missing && w < job->world_size; w++)
+        json_array_append_new(job->rank[w] ? ranks : missing,
+                              job->rank[w] ? rank_json(d, w) : json_integer(w));
     json_object_set_new(d->report, "ranks", ranks);
+    json_object_set_new(d->report, "missing_ranks", missing);
     if (d->first_error_rank >= 0) {
         const ccd_rank_t *r = job->rank[d->first_error_rank];
         for (uint32_t i = 0; i < r->n; i++)

@@ -70,13 +70,17 @@ static void merge_ring_facts(ccd_rank_t *win, const ccd_rank_t *ring)
     win->t_opened = ring->t_opened;
 }
 
-static int32_t world_size_of(const ccd_job_t *job)
+static int32_t world_size_of(ccd_job_t *job)
 {
     int32_t w = 0;
     for (uint32_t i = 0; i < job->nloaded; i++) {
         const ccd_rank_t *r = job->loaded[i];
         if (!belongs(job, r) || r->rank < 0) continue;
-        if (r->world_size > w) w = r->world_size;
+        if (r->world_size > CCD_MAX_WORLD)
+            ccd_note(job, "%s: world size %d is beyond what ccdump handles (%d): ignored (a "
+                          "damaged header?)", r->path, r->world_size, CCD_MAX_WORLD);
+        else if (r->world_size > w)
+            w = r->world_size;
         if (r->rank + 1 > w) w = r->rank + 1;
     }
     for (uint32_t g = 0; g < job->ncomms; g++)

@@ -324,8 +324,13 @@ ccd_job_t *ccd_load_inputs(char **paths, int n, FILE *err)
         ccd_job_free(job);
         return NULL;
     }
-    if (!job->nloaded) {
+    int32_t kept = 0;
+    for (int32_t w = 0; w < job->world_size; w++)
+        kept += job->rank[w] != NULL;
+    if (!kept) {
         fprintf(err, "ccdump: no usable ring file or dump among %u file(s)\n", job->nfiles);
+        for (uint32_t i = 0; i < job->notes.n; i++)
+            fprintf(err, "ccdump: %s\n", job->notes.v[i]);
         ccd_job_free(job);
         return NULL;
     }

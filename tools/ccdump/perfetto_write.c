@@ -360,8 +360,12 @@ uint64_t ccd_perfetto_write(const ccd_job_t *job, const ccd_index_t *ix, const c
     pf_t p = {f, job, ix, job->t_min, job->t_ref, 0, 0, 0, 1, NULL, NULL, NULL};
     int rc = choose(&p, sel) || flows(&p) ? -1 : 0;
     if (!rc) fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+    /* Ranks without a record are empty processes: shown while there are few of them. */
+    int32_t missing = 0;
+    for (int32_t w = 0; w < job->world_size; w++)
+        missing += !job->rank[w];
     for (int32_t w = 0; !rc && w < job->world_size; w++)
-        if (selected(sel, w)) rc = one_rank(&p, w);
+        if (selected(sel, w) && (job->rank[w] || missing <= 1024)) rc = one_rank(&p, w);
     if (!rc) {
         fprintf(f, "\n],\"metadata\":{\"ccdump\":{\"job_id\":");
         put_str(f, job->job_id);
