@@ -204,3 +204,60 @@ void cc__world_release(cc__world_t *w)
     cc__store_server_stop(w->server);
     free(w);
 }
+
+/* The first rank to attach names the job (compare-and-set); later ones read its name. */
+static cc_status_t attach_job_id(cc__world_t *w)
+{
+    const struct cc__config *cfg = cc__cfg();
+    if (cfg->job_id[0]) {
+        snprintf(w->job_id, sizeof(w->job_id), "%s", cfg->job_id);
+        return CC_OK;
+    }
+    char host[64] = "host", mine[128];
+    gethostname(host, sizeof(host) - 1);
+    int n = snprintf(mine, sizeof(mine), "%s-%d-%llu", host, (int)getpid(),
+                     (unsigned long long)(cc__realtime_ns() / 1000000000ull));
+    void *cur = NULL;
+    size_t clen = 0;
+    int swapped = 0;
+    CC_CHECK(cc__store_cas(w->store, "attach/job_id", NULL, 0, mine, (size_t)n, &cur, &clen,
+                           &swapped));
+    snprintf(w->job_id, sizeof(w->job_id), "%.*s", (int)(clen < 127 ? clen : 127),
+             cur ? (char *)cur : mine);
+    free(cur);
+    return CC_OK;
+}
+
+cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may_host,
+                             cc__world_t **out)
+{
+    const struct cc__config *cfg = cc__cfg();
+    cc__world_t *w = calloc(1, sizeof(*w));
+    if (!w) return CC_ERR_NO_MEMORY;
+    atomic_init(&w->refs, 1);
+    w->world_rank = rank;
+    w->world_size = size;
+    snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
+    cc_status_t st = CC_OK;
+    char host[256];
+    int port = 0;
+    CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
+    if (port == 0 && size != 1) {
+        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
+                     "may use", store_addr);
+        st = CC_ERR_INVALID_ARG;
+        goto fail;
+    }
+    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, cfg->job_key), st, fail);
+    CC_CHECK_GOTO(cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000,
+                                    &w->store),
+                  st, fail);
+    CC_CHECK_GOTO(attach_job_id(w), st, fail);
+    *out = w;
+    return CC_OK;
+fail:
+    cc__store_close(w->store);
+    cc__store_server_stop(w->server);
+    free(w);
+    return st;
+}
