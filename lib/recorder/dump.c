@@ -142,8 +142,26 @@ static json_t *frames(const cc__fr_entry_t *e, cc__fr_symbolizer_t *z)
     return a;
 }
 
+static json_t *extras_base(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
+                           const cc__fr_comm_t *c);
+
 /* ccomm's own view of an entry: the true state and what PyTorch has no key for. */
 static json_t *extras(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e, const cc__fr_comm_t *c)
+{
+    json_t *j = extras_base(s, e, c);
+    /* GPU kernel times (format 1.1): realtime like the other times, 0 when unknown. */
+    if (j && (e->gpu_start_ns || e->gpu_end_ns || e->gpu_kernel[0])) {
+        json_object_set_new(j, "gpu_start_ns",
+                            json_integer((json_int_t)cc__fr_snap_realtime(s, e->gpu_start_ns)));
+        json_object_set_new(j, "gpu_end_ns",
+                            json_integer((json_int_t)cc__fr_snap_realtime(s, e->gpu_end_ns)));
+        json_object_set_new(j, "gpu_kernel", json_string(e->gpu_kernel));
+    }
+    return j;
+}
+
+static json_t *extras_base(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
+                           const cc__fr_comm_t *c)
 {
     return json_pack(
         "{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:i, s:I, s:I, s:o*, s:s, s:s, s:i, "
