@@ -126,8 +126,13 @@ static int step(track_t *t, uint64_t now)
         return 1;
     }
     if (q > 0) {
+        /* The stream got past the op; an asynchronous error (NCCL's, or a native wait that
+         * gave up) means it got there without doing the work. */
+        char why[256];
+        cc__track_owner_t *o = t->owner;
+        cc_status_t st = o->poll_error ? o->poll_error(o->poll_arg, why, sizeof(why)) : CC_OK;
         uint64_t t1 = t->gev->time_ns(t->ev_end);
-        finish(t, CC_OK, t1 > t->op->info.t_start_ns ? t1 : t->op->info.t_start_ns);
+        finish(t, st, t1 > t->op->info.t_start_ns ? t1 : t->op->info.t_start_ns);
         return 1;
     }
     if (now >= t->op->deadline_ns) {
