@@ -261,7 +261,7 @@ static json_t *process_json(const cc__fr_snapshot_t *s, json_t *lifecycle)
     const cc__fr_header_t *h = &s->hdr;
     return json_pack("{s:s, s:s, s:i, s:s, s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:I, s:I, "
                      "s:o, s:o, s:o, s:o}",
-                     "format_version", "1.0", "host", h->host, "pid", h->pid, "job_id", h->job_id,
+                     "format_version", "1.1", "host", h->host, "pid", h->pid, "job_id", h->job_id,
                      "world_size", h->world_size, "live", s->live, "closed", h->closed_ns != 0,
                      "capacity", (int)h->capacity, "records_issued", (json_int_t)h->next_record_id,
                      "skipped", (json_int_t)h->skipped, "dropped_updates", (json_int_t)h->dropped,
