@@ -109,7 +109,7 @@
     X(NCCL_LIB, nccl_lib, STR, "libnccl.so.2", "The NCCL library the nccl engine opens.", 0)       \
     X(GPU_TIMING, gpu_timing, STR, "events",                                                       \
       "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)                \
-    X(GPU_POLL_US, gpu_poll_us, INT, "20",                                                         \
+    X(GPU_POLL_US, gpu_poll_us, INT, "50",                                                         \
       "Microseconds between two looks of the GPU op tracker at the CUDA events of ops in flight.",  \
       0)                                                                                           \
     X(CUPTI_LIB, cupti_lib, STR, "libcupti.so",                                                    \

@@ -98,14 +98,59 @@ static cc_status_t failure(cc__track_owner_t *o)
     return st != CC_OK ? st : CC_ERR_INTERNAL;
 }
 
+/*
+ * Streams run in order: once an op of a stream is found unfinished, later
+ * ops of the same owner and stream cannot have started or ended, and their
+ * events are not queried (only their deadlines are checked). This keeps a
+ * walk to about one query per stream however many ops are queued.
+ */
+#define BLOCKED_MAX 32
+struct walk {
+    int n;
+    struct {
+        const cc__track_owner_t *owner;
+        const void *stream;
+    } blocked[BLOCKED_MAX];
+};
+
+static int is_blocked(const struct walk *w, const track_t *t)
+{
+    for (int i = 0; i < w->n; i++)
+        if (w->blocked[i].owner == t->owner && w->blocked[i].stream == t->op->stream) return 1;
+    return 0;
+}
+
+static void block(struct walk *w, const track_t *t)
+{
+    if (w->n < BLOCKED_MAX && !is_blocked(w, t)) {
+        w->blocked[w->n].owner = t->owner;
+        w->blocked[w->n].stream = t->op->stream;
+        w->n++;
+    }
+}
+
+static int past_deadline(track_t *t, uint64_t now)
+{
+    if (now < t->op->deadline_ns) return 0;
+    cc_log_error(CC_SUBSYS_CUDA,
+                 "communicator %s: %s (op %llu, seq %llu) did not %s on the "
+                 "GPU within %lld ms",
+                 t->owner->name, cc_op_type_name(t->op->info.type),
+                 (unsigned long long)t->op->info.op_id, (unsigned long long)t->op->info.coll_seq,
+                 t->started ? "finish" : "start", (long long)t->op->info.timeout_ms);
+    finish(t, CC_ERR_TIMEOUT, 0);
+    return 1;
+}
+
 /* Look at one op; returns 1 when it ended (and was freed). */
-static int step(track_t *t, uint64_t now)
+static int step(track_t *t, uint64_t now, struct walk *w)
 {
     cc_status_t reason = (cc_status_t)atomic_load(&t->owner->abort_reason);
     if (reason != CC_OK) {
         finish(t, reason, 0);
         return 1;
     }
+    if (is_blocked(w, t)) return past_deadline(t, now);
     use_device(t);
     if (!t->started) {
         int q = t->gev->query(t->ev_start);
@@ -135,17 +180,8 @@ static int step(track_t *t, uint64_t now)
         finish(t, st, t1 > t->op->info.t_start_ns ? t1 : t->op->info.t_start_ns);
         return 1;
     }
-    if (now >= t->op->deadline_ns) {
-        cc_log_error(CC_SUBSYS_CUDA,
-                     "communicator %s: %s (op %llu, seq %llu) did not %s on the "
-                     "GPU within %lld ms",
-                     t->owner->name, cc_op_type_name(t->op->info.type),
-                     (unsigned long long)t->op->info.op_id,
-                     (unsigned long long)t->op->info.coll_seq, t->started ? "finish" : "start",
-                     (long long)t->op->info.timeout_ms);
-        finish(t, CC_ERR_TIMEOUT, 0);
-        return 1;
-    }
+    if (past_deadline(t, now)) return 1;
+    block(w, t);
     poll_owner(t->owner, now);
     return 0;
 }
@@ -174,14 +210,15 @@ static void *tracker_main(void *arg)
     (void)arg;
     cc__log_set_comm("gpu-tracker");
     int64_t poll_us = cc__cfg()->gpu_poll_us;
-    struct timespec nap = {0, (long)(poll_us > 0 && poll_us < 1000000 ? poll_us : 20) * 1000};
+    struct timespec nap = {0, (long)(poll_us > 0 && poll_us < 1000000 ? poll_us : 50) * 1000};
     for (;;) {
         take_inbox();
         uint64_t now = cc__now_ns();
+        struct walk w = {.n = 0};
         track_t **link = &T.head, *last = NULL;
         while (*link) {
             track_t *t = *link;
-            if (step(t, now)) {
+            if (step(t, now, &w)) {
                 *link = t->next; /* unlink; t is gone */
             } else {
                 last = t;

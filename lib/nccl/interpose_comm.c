@@ -147,18 +147,20 @@ void ix_adopt(ncclComm_t nc, uint64_t id, uint64_t parent_id)
     if (s->lib->CommCount) s->lib->CommCount(nc, &ix->size);
     if (s->lib->CommCuDevice) s->lib->CommCuDevice(nc, &ix->device);
     struct cc__world *w = ix_world();
-    int *wr = w && ix->size > 0 ? members(ix, w) : NULL;
+    /* A non-blocking init may not know its rank and size yet: such a comm is not followed. */
+    const char *why = !w ? "no ccomm job" : ix->size <= 0 ? "rank and size not known yet" : NULL;
+    int *wr = why ? NULL : members(ix, w);
     char name[48];
     snprintf(name, sizeof(name), "nccl.%08llx", (unsigned long long)(id & 0xffffffffu));
     cc_status_t st = wr ? cc__core->comm_create_external(w, id, parent_id, name, ix->rank, ix->size,
                                                          wr, ix->device, 0, &ix_engine, ix, &ix->cc)
-                        : CC_ERR_NO_MEMORY;
-    if (st != CC_OK || !map_put(ix)) {
+                        : CC_ERR_NOT_SUPPORTED;
+    if (st == CC_OK && !map_put(ix)) why = "too many communicators";
+    if (st != CC_OK || why) {
         cc_log_warn(CC_SUBSYS_NCCL,
                     "nccl interposer: communicator %p (rank %d of %d) passes "
                     "through unrecorded: %s",
-                    (void *)nc, ix->rank, ix->size,
-                    st != CC_OK ? cc_status_name(st) : "too many communicators");
+                    (void *)nc, ix->rank, ix->size, why ? why : cc_status_name(st));
         if (ix->cc) cc_comm_destroy(ix->cc);
         free(ix);
     }
