@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "clog_internal.h"
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 
 static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -166,6 +167,8 @@ static cc_status_t take_config(const cc_clog_config_t *in, cc_clog_config_t *out
 /* Create the file and write the header; the base time is taken here. */
 static cc_status_t open_file(cc_clog_t *c)
 {
+    /* CCOMM_CLOG=logs/rank%r.log should just work: make the directory like the dumps do. */
+    if (cc__mkdirs_for(c->path, 0755, CC_SUBSYS_CLOG) != CC_OK) return CC_ERR_INVALID_ARG;
     c->fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (c->fd < 0) {
         int e = errno;

@@ -21,6 +21,16 @@
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_comm_t *g_reg_head;
+static cc_comm_t *g_graveyard; /* shells of destroyed comms, kept for the magic check */
+
+/* Keep a dead comm's shell reachable (it is never freed, see the top of the file). */
+static void bury(cc_comm_t *comm)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    comm->reg_next = g_graveyard;
+    g_graveyard = comm;
+    pthread_mutex_unlock(&g_reg_lock);
+}
 
 void cc__registry_add(cc_comm_t *comm)
 {
@@ -202,6 +212,7 @@ cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_
         comm_free_parts(c);
         cc__world_release(c->world);
         c->magic = CC__COMM_DEAD;
+        bury(c);
         return st;
     }
     cc__registry_add(c);
@@ -235,6 +246,7 @@ cc_status_t cc_comm_destroy(cc_comm_t *comm)
     comm_free_parts(comm);
     cc__world_release(comm->world);
     comm->world = NULL;
+    bury(comm);
     return st;
 }
 

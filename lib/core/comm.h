@@ -30,6 +30,7 @@ typedef struct cc__world {
     cc__store_t *store;            /* root connection */
     cc__store_server_t *server;    /* set when this process hosts the store */
     char store_addr[256];
+    char job_key[80];              /* the key every store connection proves (secret) */
 } cc__world_t;
 
 struct cc_comm {

@@ -103,6 +103,10 @@
       "clog events to write: ALL, LIFECYCLE, or a list of Q,S,E,W,A.", 0)                          \
     X(LTTNG, lttng, BOOL, "0",                                                                     \
       "Load the LTTng-UST tracepoint provider libccomm-lttng.so.", 0)                              \
+    X(LTTNG_PROVIDER, lttng_provider, STR, "libccomm-lttng.so",                                    \
+      "The tracepoint provider that CCOMM_LTTNG=1 loads: a path, or a file name looked for next "  \
+      "to libccomm.so, then by the dynamic loader.",                                               \
+      0)                                                                                           \
     /* GPUs */                                                                                     \
     X(CUDA_PLUGIN, cuda_plugin, STR, "libccomm-cuda.so",                                           \
       "The CUDA plugin to load for device communicators (path or name).", 0)                       \

@@ -18,11 +18,11 @@
 #include "config.h"
 #include "log.h"
 
-int cc__log_level = CC_LOG_LEVEL_WARN;
-uint32_t cc__log_mask = CC_SUBSYS_ALL;
+_Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
+_Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
 
 static int g_fd = 2;
-static int g_rank = -1;
+static _Atomic int g_rank = -1;
 static char g_host[64];
 static _Atomic uint64_t g_errors;
 static __thread const char *t_comm;
@@ -98,11 +98,18 @@ static void open_file(void)
     g_fd = fd;
 }
 
+static pthread_once_t g_host_once = PTHREAD_ONCE_INIT;
+
+static void read_host(void)
+{
+    if (gethostname(g_host, sizeof(g_host) - 1) != 0) strcpy(g_host, "?");
+}
+
 void cc__log_init(void)
 {
     const struct cc__config *cfg = cc__cfg();
+    pthread_once(&g_host_once, read_host);
     pthread_mutex_lock(&g_init_lock);
-    if (!g_host[0] && gethostname(g_host, sizeof(g_host) - 1) != 0) strcpy(g_host, "?");
     int lvl = -1;
     for (int i = 0; i <= CC_LOG_LEVEL_TRACE; i++)
         if (!strcasecmp(cfg->log_level, level_names[i])) lvl = i;

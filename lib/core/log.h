@@ -12,6 +12,7 @@
 #define CC_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 enum cc__log_level {
@@ -36,10 +37,13 @@ enum cc__subsys_bit {
 enum cc__subsys { CC__SUBSYS_MAP(CC__SUBSYS_MASKDEF) CC_SUBSYS_ALL = 0xffffffffu };
 #undef CC__SUBSYS_MASKDEF
 
-extern int cc__log_level;     /* current level, set from CCOMM_LOG_LEVEL */
-extern uint32_t cc__log_mask; /* enabled subsystems */
+extern _Atomic int cc__log_level;     /* current level, set from CCOMM_LOG_LEVEL */
+extern _Atomic uint32_t cc__log_mask; /* enabled subsystems */
 
-#define cc__log_on(lvl, sub) ((lvl) <= cc__log_level && (cc__log_mask & (uint32_t)(sub)))
+/* Relaxed loads: a plain load on x86, and no data race when init runs beside logging threads. */
+#define cc__log_on(lvl, sub)                                                                       \
+    ((lvl) <= atomic_load_explicit(&cc__log_level, memory_order_relaxed) &&                        \
+     (atomic_load_explicit(&cc__log_mask, memory_order_relaxed) & (uint32_t)(sub)))
 
 void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

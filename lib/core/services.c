@@ -4,6 +4,7 @@
 #include "clog/clog_internal.h"
 #include "config.h"
 #include "log.h"
+#include "lttng.h"
 #include "recorder/recorder.h"
 #include "services.h"
 #include "watchdog.h"
@@ -22,6 +23,7 @@ void cc__services_start(cc__world_t *world, int world_rank, int world_size)
     }
     g_started = 1;
     cc__log_set_rank(world_rank);
+    cc__lttng_load(); /* CCOMM_LTTNG=1 or LD_PRELOAD: tracepoints subscribe before COMM_INIT */
     /* The recorder first: it must see this world's COMM_INIT pass the door. */
     if (cc__recorder_open(world_rank, world_size, world->job_id) != CC_OK)
         cc_log_warn(CC_SUBSYS_RECORDER, "flight recorder is off for this process");

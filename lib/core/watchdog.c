@@ -26,6 +26,7 @@
 #include "comm.h"
 #include "config.h"
 #include "log.h"
+#include "lttng.h"
 #include "recorder/recorder.h"
 #include "watchdog.h"
 
@@ -38,6 +39,9 @@ static struct {
     int efd;                     /* eventfd: poke the thread (async-signal-safe write) */
     _Atomic int stop;
     _Atomic int local_dump;      /* a dump was asked for here */
+    _Atomic uint64_t dumps_asked;  /* dumps asked for (local or job-wide) */
+    _Atomic uint64_t dumps_done;   /* dumps finished (written or failed) */
+    uint64_t last_dump_ns;         /* when the last dump was written (watchdog thread only) */
     _Atomic int publish_timeout; /* a timeout happened here: tell every rank */
     char reason[160];            /* why the local dump (set before local_dump) */
     cc__store_t *store;          /* own connection: never shares a lock with the op path */
@@ -64,12 +68,14 @@ void cc__watchdog_request_dump(const char *reason)
 {
     if (!wd.started) return;
     snprintf(wd.reason, sizeof(wd.reason), "%s", reason);
+    atomic_fetch_add(&wd.dumps_asked, 1);
     atomic_store(&wd.local_dump, 1);
     cc__watchdog_poke();
 }
 
 void cc__watchdog_signal_dump(void)
 {
+    atomic_fetch_add(&wd.dumps_asked, 1); /* lock-free: async-signal-safe */
     atomic_store(&wd.local_dump, 2); /* 2: reason is "dump signal" (no formatting in a handler) */
     cc__watchdog_poke();
 }
@@ -77,10 +83,33 @@ void cc__watchdog_signal_dump(void)
 /* The recorder names the file: rank<r>.json first, then rank<r>.<k>.json, never overwriting. */
 static void write_dump(const char *why)
 {
+    uint64_t asked = atomic_load(&wd.dumps_asked);
     char path[4096];
+    path[0] = '\0'; /* stays empty when the dump fails before a name is chosen */
     cc_status_t st = cc__recorder_dump_default(path, sizeof(path));
+    cc__lttng_recorder_dump(why, path, st);
     if (st == CC_OK) cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
     else cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump failed (%s): %s", why, cc_status_name(st));
+    atomic_store(&wd.dumps_done, asked);
+    wd.last_dump_ns = cc__now_ns();
+}
+
+/*
+ * Wait, bounded, until the dumps asked for so far are written: the thread
+ * that saw a timeout returns its error only once its dump is on disk, and a
+ * process leaving after an error does not cut its dump short.
+ */
+static void wait_dumps(uint64_t timeout_ms)
+{
+    if (!wd.started) return;
+    uint64_t target = atomic_load(&wd.dumps_asked);
+    for (uint64_t waited = 0; atomic_load(&wd.dumps_done) < target && waited < timeout_ms; waited += 10)
+        usleep(10000);
+}
+
+static void wait_dumps_at_exit(void)
+{
+    wait_dumps(5000);
 }
 
 /* Tell every rank of the job to dump: bump a generation and leave the reason. */
@@ -108,6 +137,9 @@ static void poll_dump_requests(void)
                  (char *)val);
     free(val);
     wd.seen_gen = gen;
+    /* Several ranks time out at once and each asks the job to dump: one dump covers them. */
+    if (wd.last_dump_ns && cc__now_ns() - wd.last_dump_ns < 3000000000ull) return;
+    atomic_fetch_add(&wd.dumps_asked, 1);
     write_dump(why);
 }
 
@@ -221,12 +253,12 @@ static void on_abort(const cc_abort_info_t *info, void *user)
              info->comm_name, wd.rank, cc_status_name(info->reason), info->message);
     if (info->reason == CC_ERR_TIMEOUT && cc__cfg()->dump_on_timeout)
         atomic_store(&wd.publish_timeout, 1);
+    atomic_fetch_add(&wd.dumps_asked, 1);
     atomic_store(&wd.local_dump, 1);
     cc__watchdog_poke();
+    /* The failing op returns once its dump is written (bounded): the caller may exit next. */
+    if (info->signal == 0 && !(wd.started && pthread_equal(pthread_self(), wd.thread))) wait_dumps(5000);
     if (info->reason == CC_ERR_TIMEOUT && cc__cfg()->abort_on_timeout) {
-        /* Give the dump a moment, then end the process as asked. */
-        for (int i = 0; i < 50 && atomic_load(&wd.local_dump); i++) usleep(100000);
-        usleep(200000);
         cc_log_error(CC_SUBSYS_WATCHDOG, "CCOMM_ABORT_ON_TIMEOUT=1: ending the process");
         abort();
     }
@@ -242,13 +274,14 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
     wd.hb_changed_ns = calloc((size_t)size, sizeof(uint64_t));
     wd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) goto fail;
-    if (cc__store_connect(world->store_addr, cc__cfg()->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
+    if (cc__store_connect(world->store_addr, world->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
         goto fail;
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
     cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
     if (cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook) != CC_OK) goto fail;
     if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0) goto fail;
     wd.started = 1;
+    atexit(wait_dumps_at_exit);
     return CC_OK;
 fail:
     cc_log_warn(CC_SUBSYS_WATCHDOG, "watchdog not started (%s): no coordinated dumps or heartbeats",

@@ -3,6 +3,7 @@
  * asked to), the job id every rank agrees on, and the world-size check.
  */
 #include <errno.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,17 @@ static cc_status_t claim_rank(cc__world_t *w, int rank, const char *prefix)
     return CC_OK;
 }
 
+/* CCOMM_JOB_KEY; a job of one hosts a private store on loopback: a key nobody else knows. */
+static void pick_key(cc__world_t *w, int port, int size)
+{
+    snprintf(w->job_key, sizeof(w->job_key), "%s", cc__cfg()->job_key);
+    if (!w->job_key[0] && port == 0 && size == 1) {
+        unsigned char raw[32];
+        if (RAND_bytes(raw, sizeof(raw)) == 1)
+            for (int i = 0; i < 32; i++) snprintf(w->job_key + 2 * i, 3, "%02x", raw[i]);
+    }
+}
+
 cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
                            cc__world_t **out)
 {
@@ -157,21 +169,22 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     w->world_size = size;
     snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
     char prefix[32];
-    if (!cfg->job_key[0])
-        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
-                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
     cc_status_t st = CC_OK;
     char host[256];
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
+    pick_key(w, port, size);
+    if (!w->job_key[0])
+        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
     if (port == 0 && !(may_host && size == 1)) {
         cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
                      "may use", store_addr);
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, cfg->job_key), st, fail);
-    st = cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000, &w->store);
+    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
     if (st != CC_OK && may_host && rank == 0 && !w->server) {
         cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
                      "(%s); choose another port", store_addr, cc_status_name(st));
@@ -248,8 +261,9 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, cfg->job_key), st, fail);
-    CC_CHECK_GOTO(cc__store_connect(w->store_addr, cfg->job_key, cfg->connect_timeout * 1000,
+    pick_key(w, port, size);
+    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
                                     &w->store),
                   st, fail);
     CC_CHECK_GOTO(attach_job_id(w), st, fail);

@@ -11,8 +11,8 @@
 #include "shim.h"
 
 const cc_core_v1_t *cc__core;
-int cc__log_level = CC_LOG_LEVEL_WARN;
-uint32_t cc__log_mask = CC_SUBSYS_ALL;
+_Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
+_Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
 
 cc_status_t cc__shim_init(const cc_core_v1_t *core)
 {

@@ -14,10 +14,7 @@
 #include <time.h>
 
 #include "kernels_cuda.cuh"
-extern "C" {
 #include "kernels_cuda.h"
-#include "log.h"
-}
 
 namespace {
 
@@ -95,7 +92,7 @@ cc_status_t check_launch(const char *what)
 {
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return CC_OK;
-    cc_log_error(CC_SUBSYS_CUDA, "launch of %s failed: %s", what, cudaGetErrorString(e));
+    cc__kcuda_error("launch of %s failed: %s", what, cudaGetErrorString(e));
     return CC_ERR_INTERNAL;
 }
 
@@ -136,7 +133,7 @@ template <typename K, bool INT> cc_status_t by_op(cc_redop_t op, const args &a, 
         if (op == CC_BOR) return launch<K, ccd::BOR>(a, s);
         if (op == CC_BXOR) return launch<K, ccd::BXOR>(a, s);
     }
-    cc_log_error(CC_SUBSYS_CUDA, "cuda reduction %s has no kernel for this dtype",
+    cc__kcuda_error("cuda reduction %s has no kernel for this dtype",
                  cc_redop_name(op));
     return CC_ERR_NOT_SUPPORTED;
 }
@@ -210,7 +207,7 @@ __global__ void clock_k(uint64_t *out)
 extern "C" cc_status_t cc__cuda_reduce(const cc__cuda_reduce_t *r, void *stream)
 {
     if (r->nsrc < 1 || r->nsrc > CC__CUDA_MAX_SRC || (unsigned)r->dtype >= CC_DTYPE_COUNT) {
-        cc_log_error(CC_SUBSYS_CUDA, "cuda reduction: %d sources (1..%d), dtype %d", r->nsrc,
+        cc__kcuda_error("cuda reduction: %d sources (1..%d), dtype %d", r->nsrc,
                      CC__CUDA_MAX_SRC, (int)r->dtype);
         return CC_ERR_INVALID_ARG;
     }

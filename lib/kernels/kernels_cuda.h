@@ -62,6 +62,9 @@ cc_status_t cc__cuda_signal(uint64_t *const *words, int n, uint64_t value, void 
 cc_status_t cc__cuda_wait(const uint64_t *words, int n, uint64_t value, const volatile int *abort,
                           int *fault, uint64_t deadline_gt, void *stream);
 
+/* An error line of the CUDA subsystem (kernels_cuda_log.c: the .cu cannot include log.h). */
+void cc__kcuda_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* GPU globaltimer minus CLOCK_MONOTONIC, measured on the current device (ns). */
 cc_status_t cc__cuda_globaltimer_offset(int64_t *offset);
 

@@ -38,6 +38,8 @@ static struct sig sig_of(const cc__op_t *op)
 static int describe(const struct sig *s, char *buf, size_t len)
 {
     const char *dt = cc_dtype_name((cc_dtype_t)s->dtype);
+    if (s->dtype == CC_DTYPE_COUNT) /* no data: barrier */
+        return snprintf(buf, len, "%s()", cc_op_type_name((cc_op_type_t)s->type));
     if (s->root >= 0)
         return snprintf(buf, len, "%s(root=%d, %llu x %s)", cc_op_type_name((cc_op_type_t)s->type),
                         s->root, (unsigned long long)s->in_count, dt);

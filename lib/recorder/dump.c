@@ -19,7 +19,9 @@
 #include "clock.h"
 #include "config.h"
 #include "dump.h"
+#include "fsutil.h"
 #include "log.h"
+#include "lttng.h"
 #include "opclass.h"
 #include "paths.h"
 #include "recorder.h"
@@ -401,7 +403,7 @@ static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
                      cc__cfg()->dump_dir);
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(cc__fr_mkdirs(dir));
+    CC_CHECK(cc__mkdirs(dir, 0700, CC_SUBSYS_RECORDER));
     for (unsigned k = 0; k < 100000; k++) {
         int m = k ? snprintf(path, cap, "%s/rank%d.%u.json", dir, r->hdr->rank, k)
                   : snprintf(path, cap, "%s/rank%d.json", dir, r->hdr->rank);
@@ -431,7 +433,13 @@ cc_status_t cc__recorder_dump_default(char *out, size_t outlen)
 
 cc_status_t cc_recorder_dump(const char *path)
 {
-    return path ? cc__recorder_dump_json(path) : cc__recorder_dump_default(NULL, 0);
+    char def[PATH_MAX];
+    def[0] = '\0';
+    cc_status_t st =
+        path ? cc__recorder_dump_json(path) : cc__recorder_dump_default(def, sizeof(def));
+    /* Tracing: the watchdog's dumps say why in their own event; this one was asked for. */
+    cc__lttng_recorder_dump("cc_recorder_dump", path ? path : def, st);
+    return st;
 }
 
 const char *cc_recorder_ring_path(void)

@@ -12,7 +12,5 @@
  */
 void cc__fr_job_component(const char *job_id, char *out, size_t cap);
 
-/* mkdir -p with mode 0700 for new directories. CC_OK or CC_ERR_SYSTEM (logged). */
-cc_status_t cc__fr_mkdirs(const char *dir);
 
 #endif /* CC_RECORDER_PATHS_H */

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "comms.h"
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 #include "modules.h"
 #include "op.h"
@@ -262,7 +263,7 @@ static cc_status_t make_path(int rank, const char *job, char *path, size_t cap)
                      cc__cfg()->recorder_dir);
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(cc__fr_mkdirs(dir));
+    CC_CHECK(cc__mkdirs(dir, 0700, CC_SUBSYS_RECORDER));
     n = snprintf(path, cap, "%s/rank%d.%d.ccfr", dir, rank, (int)getpid());
     if (n < 0 || (size_t)n >= cap) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: ring path under %s is too long", dir);

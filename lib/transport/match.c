@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "lttng.h"
 #include "transport.h"
 
 /* Linear in the posted receives of one peer: collectives keep a handful posted at once. */
@@ -129,6 +130,8 @@ void cc__req_finish(struct cc__net *net, cc__req_t *req, cc_status_t st)
     req->status = st;
     req->next = NULL;
     if (st == CC_OK) req->done = req->len;
+    cc__lttng_xfer_end(net->comm_id, req->kind == CC__REQ_SEND ? CC__LTTNG_SEND : CC__LTTNG_RECV,
+                       req->peer, req->tag, req->done, net->tps[p->tp]->name, st);
     p->pending--;
     net->tp_pending[p->tp]--;
     net->events++;

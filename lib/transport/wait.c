@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "lttng.h"
 #include "transport.h"
 
 #define CC__YIELD_NS     1000000ull /* yield stage: 1 ms */
@@ -68,6 +69,9 @@ static struct cc__peer *start_req(cc__net_t *net, cc__req_t *req, int kind, int 
     struct cc__peer *p = &net->peers[peer];
     p->pending++;
     net->tp_pending[p->tp]++;
+    /* Tracing: the message starts; its xfer_end is in cc__req_finish. */
+    cc__lttng_xfer_begin(net->comm_id, kind == CC__REQ_SEND ? CC__LTTNG_SEND : CC__LTTNG_RECV, peer,
+                         tag, len, net->tps[p->tp]->name);
     return p;
 }
 

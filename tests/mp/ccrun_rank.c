@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bootstrap/store.h"
+#include "ccomm/ccomm.h"
 #include "config.h"
 
 static int fail(const char *what)
@@ -149,12 +150,19 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "exit") && argc == 4)
         return cc__cfg()->rank == atoi(argv[2]) ? atoi(argv[3]) : 0;
     if (!strcmp(mode, "trap") && argc == 3) return trap_signals(argv[2]);
+    if (!strcmp(mode, "comm") && argc == 3) { /* a communicator (so a ring), then exit CODE on rank 1 */
+        cc_comm_t *comm = NULL;
+        if (cc_comm_init_from_env(&comm, NULL) != CC_OK || cc_barrier(comm, NULL, NULL) != CC_OK)
+            return fail("communicator");
+        cc_comm_destroy(comm);
+        return cc__cfg()->rank == 1 ? atoi(argv[2]) : 0;
+    }
     if (!strcmp(mode, "stubborn")) {
         signal(SIGTERM, SIG_IGN);
         for (;;)
             pause();
     }
     fprintf(stderr, "usage: ccrun_rank env N | netns IPS | wrongkey | exit R CODE | trap DIR | "
-                    "stubborn\n");
+                    "stubborn | comm CODE\n");
     return 2;
 }

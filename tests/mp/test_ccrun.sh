@@ -125,6 +125,18 @@ env_doc)
     diff -u "$SRC/docs/env.md" "$tmp/env.md" >"$tmp/out" ||
         fail "docs/env.md is stale: run 'cmake --build <build> --target docs-env' and commit it"
     ;;
+rings)
+    # A successful job's rings are removed; --keep-rings keeps them; a failed job's stay.
+    export CCOMM_RECORDER_DIR="$tmp/rings"
+    run 0 -n 2 -- "$RANKPROG" comm 0
+    [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 0 ] || fail "rings of a successful job left"
+    run 0 -n 2 --keep-rings -- "$RANKPROG" comm 0
+    [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "--keep-rings lost rings"
+    rm -rf "$tmp/rings"
+    run 4 -n 2 -- "$RANKPROG" comm 4
+    [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "a failed job's rings were removed"
+    unset CCOMM_RECORDER_DIR
+    ;;
 netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -26,6 +26,7 @@ struct ccrun_opts {
     int64_t term_grace_ms; /* between SIGTERM and SIGKILL */
     int64_t timeout_ms;    /* whole job; 0 = none */
     int prefix;            /* prefix output lines with "[rank] " */
+    int keep_rings;        /* keep a successful job's flight recorder rings */
     char **netns;          /* rank r runs in netns[r % nnetns]; NULL = ccrun's own */
     int nnetns;
     const char *store_host;  /* bind and advertise; default 127.0.0.1 */
@@ -74,6 +75,10 @@ struct ccrun_var {
     const char *meaning;
 };
 extern const struct ccrun_var ccrun_rank_vars[];
+
+/* rings.c */
+/* Every rank exited 0: remove the job's ring directory (rings are for failures). */
+void ccrun_remove_rings(const struct ccrun_job *job);
 
 /* output.c */
 /* Feed bytes read from a rank's pipe; complete lines are written out with the prefix. */

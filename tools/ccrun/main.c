@@ -45,6 +45,9 @@ static const char usage_text[] =
     "  --timeout S        wall-clock limit of the whole job; on expiry SIGTERM, then\n"
     "                     SIGKILL, and ccrun exits 124 (default: none)\n"
     "  --no-prefix        do not prefix output lines with \"[rank] \"\n"
+    "  --keep-rings       keep the job's flight recorder rings even when every rank\n"
+    "                     exited 0 (by default a successful job's rings are removed\n"
+    "                     from CCOMM_RECORDER_DIR; a failed job's are always kept)\n"
     "  --netns NS1,NS2,.. run rank r inside network namespace NS[r % k]\n"
     "                     (/var/run/netns/NAME, as made by `ip netns add`; needs root)\n"
     "  --store-host ADDR  address the store binds to and ranks connect to\n"
@@ -197,6 +200,8 @@ static int parse_args(int argc, char **argv, struct ccrun_opts *o, enum mode *mo
         if (matched) continue;
         if (!strcmp(a, "--no-prefix"))
             o->prefix = 0;
+        else if (!strcmp(a, "--keep-rings"))
+            o->keep_rings = 1;
         else if (!strcmp(a, "--env"))
             *mode = MODE_ENV;
         else if (!strcmp(a, "--markdown"))
@@ -286,6 +291,7 @@ static int run_job(const struct ccrun_opts *o)
     if ((rc = make_identity(&job)) == 0 && (rc = ccrun_host_store(&job, &server)) == 0 &&
         (rc = ccrun_launch(&job, &orig)) == 0)
         rc = ccrun_supervise(&job, sigfd);
+    if (rc == 0 && !o->keep_rings) ccrun_remove_rings(&job);
     cc__store_server_stop(server);
     free(job.ranks);
     close(sigfd);

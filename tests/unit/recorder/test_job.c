@@ -161,6 +161,12 @@ static int abort_rank(int rank, int size, const char *addr, void *arg)
         CC_TEST_REQUIRE(st == CC_ERR_ABORTED, "wait: %s", cc_status_name(st));
         cc_work_free(w);
         CC_TEST_REQUIRE(cc_recorder_dump(path) == CC_OK, "dump");
+    } else {
+        /* Stay until rank 0 aborts: leaving first would end rank 0's recv with PEER_LOST. */
+        int32_t v;
+        cc_status_t st = cc_recv(comm, &v, 1, CC_INT32, 0, NULL, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST, "rank 1 sees the abort as a lost peer: %s",
+                        cc_status_name(st));
     }
     cc_comm_destroy(comm);
     return 0;

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# quickstart.sh - install what ccomm needs, build it, and run the demo or the tests.
+#
+#   scripts/quickstart.sh demo    install, build, run the 4-rank demo with a diagnosed hang
+#   scripts/quickstart.sh test    install, build, run the whole test suite (+ ASan/UBSan, TSan)
+#
+# Run as root on Debian 12 (it uses apt-get). Build directories: build/ (release
+# with debug info), build-asan/, build-tsan/. Set JOBS to limit parallelism.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+
+PACKAGES=(build-essential cmake pkg-config python3 iproute2 procps psmisc
+          libssl-dev libjansson-dev libcmocka-dev
+          liblttng-ust-dev lttng-tools babeltrace2
+          openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev)
+
+say() { printf '\n== %s\n' "$*"; }
+
+install_deps() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        say "installing: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+}
+
+# build DIR [cmake args...]
+build() {
+    local dir=$1; shift
+    say "building $dir"
+    cmake -S "$ROOT" -B "$ROOT/$dir" -DCCOMM_WERROR=ON "$@" >/dev/null
+    cmake --build "$ROOT/$dir" -j "$JOBS"
+}
+
+run_demo() {
+    build build
+    "$ROOT/scripts/demo.sh" "$ROOT/build"
+}
+
+run_tests() {
+    local t0=$SECONDS failed=0
+    build build
+    say "tests (release build)"
+    (cd build && ctest -j "$JOBS" --output-on-failure --timeout 600) || failed=1
+    build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
+    say "tests under ASan+UBSan"
+    (cd build-asan && ctest -j "$JOBS" --output-on-failure --timeout 900 -LE "nosan|bench") || failed=1
+    build build-tsan -DCCOMM_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
+    say "concurrency tests under TSan"
+    (cd build-tsan && ctest -j "$JOBS" --output-on-failure --timeout 900 -L tsan) || failed=1
+    say "done in $((SECONDS - t0)) s: $([ $failed = 0 ] && echo 'all passed' || echo 'FAILURES above')"
+    return $failed
+}
+
+case "${1:-}" in
+demo) install_deps; run_demo ;;
+test) install_deps; run_tests ;;
+*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac
