@@ -270,12 +270,30 @@ static void check_hang_dumps(const char *engine_comm_prefix)
     json_decref(d1);
 }
 
+/* ccdump, when this build has it, must name rank 1 as the one that never entered #3. */
+static void check_ccdump(void)
+{
+#ifdef CC_CCDUMP
+    char cmd[512], out[8192] = "";
+    snprintf(cmd, sizeof(cmd), "%s diagnose %s/rings/%s 2>&1", CC_CCDUMP, g_dir, g_job);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int rc = pclose(p);
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 1 || !strstr(out, "rank 1 exited normally but never "
+                                                                "entered all_reduce #3 on nccl."))
+        fail_msg("ccdump diagnose (status 0x%x) did not blame rank 1:\n%s", rc, out);
+#endif
+}
+
 static void test_interpose_hang(void **state)
 {
     (void)state;
     new_job("ix-hang");
     assert_int_equal(run_ranks(2, CC_NCCL_APP, "hang", 1, 60, NULL), 0);
     check_hang_dumps("nccl.");
+    check_ccdump();
 }
 
 /* ---- the NCCL engine (CUDA plugin) ---------------------------------------------------- */
