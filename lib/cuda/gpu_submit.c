@@ -29,6 +29,6 @@ cc_status_t cc__gpu_submit(const cc__gpu_sub_t *s, cc__op_t *op)
     if (st == CC_OK) return CC_OK;
     s->gev->give(ev[0]);
     s->gev->give(ev[1]);
-    if (t != op) free(t);
+    if (t != op) cc__tracker_free_copy(t);
     return cc__gpu_refuse(op, st);
 }

@@ -46,16 +46,29 @@ static struct {
     int cur_device;       /* tracker thread only: device current on it (-1 none) */
 } T = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, NULL, NULL, -1};
 
+/* A copied op and its tracking node in one allocation (one malloc per blocking GPU op). */
+typedef struct copy {
+    track_t t;
+    cc__op_t op;
+} copy_t;
+
+#define COPY_OF(op_ptr) ((copy_t *)(void *)((char *)(op_ptr) - offsetof(copy_t, op)))
+
 cc__op_t *cc__tracker_copy_op(const cc__op_t *op)
 {
-    cc__op_t *c = malloc(sizeof(*c));
+    copy_t *c = malloc(sizeof(*c));
     if (!c) {
         cc_log_error(CC_SUBSYS_CUDA, "out of memory tracking %s (op %llu)",
                      cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id);
         return NULL;
     }
-    memcpy(c, op, sizeof(*c));
-    return c;
+    memcpy(&c->op, op, sizeof(c->op));
+    return &c->op;
+}
+
+void cc__tracker_free_copy(cc__op_t *op)
+{
+    if (op) free(COPY_OF(op));
 }
 
 /* End one op: POST through the core, events back, the owner's count last. */
@@ -65,8 +78,8 @@ static void finish(track_t *t, cc_status_t st, uint64_t t_ns)
     cc__op_finished_at(t->op, st, t_ns);
     t->gev->give(t->ev_start);
     t->gev->give(t->ev_end);
-    if (t->owned) free(t->op);
-    free(t);
+    if (t->owned) free(COPY_OF(t->op)); /* the node is inside it */
+    else free(t);
     /* After this the owner may be freed by its drain. */
     atomic_fetch_sub_explicit(&owner->inflight, 1, memory_order_release);
 }
@@ -186,13 +199,31 @@ static int step(track_t *t, uint64_t now, struct walk *w)
     return 0;
 }
 
-static void take_inbox(void)
+/*
+ * Take what was pushed. With nothing to watch the tracker keeps polling for
+ * LINGER_NS before it sleeps on the condition variable: ops issued in a
+ * stream of calls then find it awake, and pushing them costs no wake-up
+ * system call.
+ */
+#define LINGER_NS 2000000ull
+
+static void take_inbox(const struct timespec *nap)
 {
+    uint64_t idle_since = 0;
     pthread_mutex_lock(&T.lock);
     while (!T.in_head && !T.head) {
+        uint64_t now = cc__now_ns();
+        if (!idle_since) idle_since = now;
+        if (now - idle_since < LINGER_NS) {
+            pthread_mutex_unlock(&T.lock);
+            nanosleep(nap, NULL);
+            pthread_mutex_lock(&T.lock);
+            continue;
+        }
         T.sleeping = 1;
         pthread_cond_wait(&T.wake, &T.lock);
         T.sleeping = 0;
+        idle_since = 0;
     }
     if (T.in_head) {
         if (T.tail)
@@ -212,14 +243,14 @@ static void *tracker_main(void *arg)
     int64_t poll_us = cc__cfg()->gpu_poll_us;
     struct timespec nap = {0, (long)(poll_us > 0 && poll_us < 1000000 ? poll_us : 50) * 1000};
     for (;;) {
-        take_inbox();
+        take_inbox(&nap);
         uint64_t now = cc__now_ns();
         struct walk w = {.n = 0};
         track_t **link = &T.head, *last = NULL;
         while (*link) {
-            track_t *t = *link;
+            track_t *t = *link, *next = t->next; /* step() frees t when the op ends */
             if (step(t, now, &w)) {
-                *link = t->next; /* unlink; t is gone */
+                *link = next;
             } else {
                 last = t;
                 link = &t->next;
@@ -234,7 +265,7 @@ static void *tracker_main(void *arg)
 cc_status_t cc__tracker_push(cc__track_owner_t *owner, cc__op_t *op, int owned,
                              const cc__gev_ops_t *gev, int device, void *ev_start, void *ev_end)
 {
-    track_t *t = calloc(1, sizeof(*t));
+    track_t *t = owned ? &COPY_OF(op)->t : calloc(1, sizeof(*t));
     if (!t) return CC_ERR_NO_MEMORY;
     *t = (track_t){.op = op,
                    .owned = owned,
@@ -254,7 +285,7 @@ cc_status_t cc__tracker_push(cc__track_owner_t *owner, cc__op_t *op, int owned,
         if (rc != 0) {
             pthread_mutex_unlock(&T.lock);
             atomic_fetch_sub(&owner->inflight, 1);
-            free(t);
+            if (!owned) free(t);
             cc_log_error(CC_SUBSYS_CUDA, "cannot start the gpu op tracker thread (error %d)", rc);
             return CC_ERR_SYSTEM;
         }

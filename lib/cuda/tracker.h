@@ -47,8 +47,10 @@ typedef struct cc__track_owner {
 cc_status_t cc__tracker_push(cc__track_owner_t *owner, cc__op_t *op, int owned,
                              const cc__gev_ops_t *gev, int device, void *ev_start, void *ev_end);
 
-/* A heap copy of a blocking op (the door's lives on the caller's stack), or NULL. */
+/* A heap copy of a blocking op (the door's lives on the caller's stack), or NULL; pushed
+ * owned, it is freed with its POST; never pushed, free it with cc__tracker_free_copy. */
 cc__op_t *cc__tracker_copy_op(const cc__op_t *op);
+void cc__tracker_free_copy(cc__op_t *op);
 
 /* Fail the owner's ops in flight with `reason` (first reason wins); wakes the tracker. */
 void cc__tracker_abort(cc__track_owner_t *owner, cc_status_t reason);

@@ -212,11 +212,11 @@ cc_status_t cc__ix_submit(void *state, cc__op_t *op)
         cc_log_warn(CC_SUBSYS_NCCL, "nccl interposer: %s (op %llu) not followed on the GPU",
                     cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id);
         call_real(ix, c, op);
-        free(t);
+        cc__tracker_free_copy(t);
         cc__op_finished(op, cc__nccl_status(c->result));
         return cc__nccl_status(c->result);
     }
-    free(t);
+    cc__tracker_free_copy(t);
     cc_status_t st = c->ran ? cc__nccl_status(c->result) : CC_ERR_INTERNAL;
     if (st == CC_OK) st = CC_ERR_INTERNAL; /* the events failed (logged) */
     cc__op_finished(op, st);
@@ -355,7 +355,7 @@ IX_API ncclResult_t ncclGroupEnd(void)
             g->give(ev[i][0]);
             g->give(ev[i][1]);
             cc__op_finished(m->op, st);
-            free(m->op);
+            cc__tracker_free_copy(m->op);
         }
     }
     return r;

@@ -13,6 +13,8 @@
  *        joins): rank 0 must see its communicator fail (ccomm's timeout
  *        aborted it), rank 1 waits for its own dump file to appear (the
  *        job-wide dump) and leaves.
+ * overhead  (one rank) host time per ncclAllReduce call; run with and without the
+ *        interposer to see what ccomm adds on the host (no CUDA here: no event costs).
  * Exit status 0 when everything held; the message says what did not.
  */
 #include <stdatomic.h>
@@ -236,6 +238,26 @@ static int hang(ncclComm_t comm, int rank, const char *dump)
     return 0;
 }
 
+/* Host time per 4-byte all-reduce call, with or without the interposer (bench only). */
+static int overhead(ncclComm_t comm)
+{
+    const int iters = 20000;
+    float x = 1, y = 0;
+    double cpu = 0;
+    for (int i = 0; i < iters; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        NCCL(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, comm, NULL));
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+        cpu += (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+        if (i % 1000 == 999) NCCL(ncclDoubleSync(comm));
+    }
+    /* The calling thread's CPU time in the call: what it costs the program's thread. */
+    printf("%.3f us of the caller's CPU per ncclAllReduce call\n", cpu / iters / 1e3);
+    NCCL(ncclCommDestroy(comm));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -251,6 +273,7 @@ int main(int argc, char **argv)
     NCCL(ncclCommInitRank(&comm, n, id, rank));
     if (!strcmp(argv[1], "basic")) return basic(comm, rank, n);
     if (!strcmp(argv[1], "hang") && argc > 5) return hang(comm, rank, argv[5]);
+    if (!strcmp(argv[1], "overhead")) return overhead(comm);
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
