@@ -179,5 +179,8 @@ int main(void)
         }
     }
     printf("cuda element math vs host kernels: %d cases, %d differ\n", cases, failures);
+    for (int k = 0; k < MAXS; k++) free(src[k]);
+    free(a);
+    free(b);
     return failures ? 1 : 0;
 }
