@@ -241,7 +241,9 @@ static int mode_nccl(const char *dump, int expect_gpu)
     int n = all_pairs(c, 1000);
     check_collectives(c);
     check_allreduce(c, CC_FLOAT32, CC_SUM, 4u << 20);
-    REQUIRE(cc_recorder_dump(dump) == CC_OK, "dump to %s", dump);
+    char path[4096]; /* rank 0 writes <dump>, the others <dump>.rank<r> */
+    snprintf(path, sizeof(path), g_rank ? "%s.rank%d" : "%s", dump, g_rank);
+    REQUIRE(cc_recorder_dump(path) == CC_OK, "dump to %s", path);
     REQUIRE(cc_comm_destroy(c) == CC_OK, "destroy");
     printf("nccl: %d dtype x op pairs, collectives, 16 MiB all-reduce: ok%s\n", n,
            expect_gpu ? " (kernel times checked by run.sh)" : "");
