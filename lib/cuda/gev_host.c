@@ -1,8 +1,11 @@
 /* gev_host.c - events of a host-memory NCCL (the host NCCL extension, see gev.h). */
+#include <stdatomic.h>
+
 #include "gev.h"
 #include "log.h"
 
-static const ccomm_host_nccl_v1_t *g_host;
+/* Set by the first communicator, read by every thread after: one per process (per NCCL). */
+static const ccomm_host_nccl_v1_t *_Atomic g_host;
 
 static cc_status_t take(int device, void **ev)
 {
@@ -51,6 +54,7 @@ static const cc__gev_ops_t g_ops = {
 
 const cc__gev_ops_t *cc__gev_host(const ccomm_host_nccl_v1_t *h)
 {
-    g_host = h;
+    const ccomm_host_nccl_v1_t *none = NULL;
+    atomic_compare_exchange_strong(&g_host, &none, h);
     return &g_ops;
 }

@@ -197,14 +197,19 @@ API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUnique
     return ncclCommInitRank(comm, nranks, id, rank);
 }
 
+/* A reference while waiting: an abort on another thread (ccomm's timeout) must not free the
+ * comm under a program thread that waits for its stream. */
 API ncclResult_t ncclDoubleSync(ncclComm_t c)
 {
     if (!dbl_valid(c)) return ncclInvalidArgument;
+    atomic_fetch_add(&c->refs, 1);
     pthread_mutex_lock(&c->lock);
     while (atomic_load(&c->completed) != atomic_load(&c->enqueued) && !c->stopping)
         pthread_cond_wait(&c->idle, &c->lock);
     pthread_mutex_unlock(&c->lock);
-    return (ncclResult_t)atomic_load(&c->async_error);
+    ncclResult_t r = (ncclResult_t)atomic_load(&c->async_error);
+    dbl_unref(c);
+    return r;
 }
 
 API ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out,
