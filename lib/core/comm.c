@@ -17,6 +17,7 @@
 #include "config.h"
 #include "door.h"
 #include "log.h"
+#include "plugin.h"
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_comm_t *g_reg_head;
@@ -123,19 +124,23 @@ static cc_status_t engine_create(cc_comm_t *comm, void *arg)
 
 static cc_status_t pick_engine(cc_comm_t *comm, const cc_comm_config_t *config)
 {
+    if (comm->engine) return CC_OK; /* an external communicator brought its own */
     const char *want = config && config->engine ? config->engine : "auto";
     if (strcmp(want, "auto") && strcmp(want, "native") && strcmp(want, "nccl")) {
         cc_log_error(CC_SUBSYS_INIT, "config->engine \"%s\" is not auto, native or nccl", want);
         return CC_ERR_INVALID_ARG;
     }
-    if (comm->device != CC_DEVICE_CPU || !strcmp(want, "nccl")) {
-        cc_log_error(CC_SUBSYS_INIT, "communicator %s asks for device %d / engine %s: device "
-                     "communicators need the CUDA plugin, which this build does not load",
-                     comm->name, comm->device, want);
-        return CC_ERR_NOT_SUPPORTED;
+    if (comm->device == CC_DEVICE_CPU && !strcmp(want, "nccl")) {
+        cc_log_error(CC_SUBSYS_INIT, "communicator %s asks for engine nccl on the CPU: NCCL needs "
+                     "a CUDA device (set config->device)", comm->name);
+        return CC_ERR_INVALID_ARG;
     }
-    comm->engine = &cc__native_engine;
-    return CC_OK;
+    if (comm->device == CC_DEVICE_CPU) {
+        comm->engine = &cc__native_engine;
+        return CC_OK;
+    }
+    /* Device communicators run in the CUDA plugin; the core never links CUDA. */
+    return cc__plugin_engine(want, comm->device, &comm->engine);
 }
 
 static void comm_free_parts(cc_comm_t *comm)
@@ -176,6 +181,15 @@ cc_status_t cc__comm_create(cc__world_t *world, uint64_t id, uint64_t parent_id,
                             cc_comm_t **out)
 {
     (void)parent;
+    return cc__comm_create_ex(world, id, parent_id, name, rank, size, world_ranks, config, NULL,
+                              NULL, out);
+}
+
+cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_id,
+                               const char *name, int rank, int size, int *world_ranks,
+                               const cc_comm_config_t *config, const cc_engine_v1_t *engine,
+                               void *engine_arg, cc_comm_t **out)
+{
     cc_comm_t *c = calloc(1, sizeof(*c));
     if (!c) {
         free(world_ranks);
@@ -189,6 +203,8 @@ cc_status_t cc__comm_create(cc__world_t *world, uint64_t id, uint64_t parent_id,
     c->size = size;
     c->world_ranks = world_ranks;
     c->world = world;
+    c->engine = engine;
+    c->engine_arg = engine_arg;
     atomic_fetch_add(&world->refs, 1);
     cc_status_t st = comm_fill(c, config);
     if (st == CC_OK) st = cc__door_lifecycle(c, CC_OP_COMM_INIT, parent_id, engine_create, NULL);

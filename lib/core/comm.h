@@ -58,6 +58,7 @@ struct cc_comm {
 
     const cc_engine_v1_t *engine;
     void *engine_state;
+    void *engine_arg;              /* for the engine's comm_create: split hook result, external arg */
 
     struct cc_comm *reg_next;      /* registry of live comms (watchdog, dumps, signals) */
     _Atomic int pins;              /* the watchdog holds the comm; destroy waits for 0 */
@@ -85,6 +86,13 @@ cc_status_t cc__comm_create(cc__world_t *world, uint64_t id, uint64_t parent_id,
                             const cc_comm_config_t *config, const cc_comm_t *parent,
                             cc_comm_t **out);
 
+/* The same with a preset engine and its argument (NULL, NULL: chosen from the config, as
+ * above). The plugin services use it for communicators that bring their own engine. */
+cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_id,
+                               const char *name, int rank, int size, int *world_ranks,
+                               const cc_comm_config_t *config, const cc_engine_v1_t *engine,
+                               void *engine_arg, cc_comm_t **out);
+
 /* Hash used for communicator ids (FNV-1a 64, never 0). */
 uint64_t cc__hash64(const void *data, size_t len, uint64_t seed);
 
@@ -101,6 +109,21 @@ cc_comm_t *cc__registry_first_unlocked(void);
 cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
                            cc__world_t **out);
 void cc__world_release(cc__world_t *world);
+/*
+ * Join without a collective step (the NCCL interposer: only some ranks may
+ * ever create a communicator): connect to (or host) the store and take the
+ * job id CCOMM_JOB_ID, or the one the first arrival wrote. No size or rank
+ * checks (those need every rank).
+ */
+cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may_host,
+                             cc__world_t **out);
+/*
+ * The launcher's description of this process (ccrun, torchrun, Slurm, Open
+ * MPI, PMI): rank, size, store address, whether this rank may host the
+ * store, and the launcher's name. CC_ERR_NOT_FOUND when none is found.
+ */
+cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *may_host,
+                              const char **who);
 
 /* Door entry for lifecycle events (init, split, destroy, abort). */
 cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t parent_id,

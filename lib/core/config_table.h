@@ -174,7 +174,24 @@
       "The CUDA plugin to load for device communicators (path or name).", 0)                       \
     X(NCCL_LIB, nccl_lib, STR, "libnccl.so.2", "The NCCL library the nccl engine opens.", 0)       \
     X(GPU_TIMING, gpu_timing, STR, "events",                                                       \
-      "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)
+      "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)                \
+    X(GPU_POLL_US, gpu_poll_us, INT, "50",                                                         \
+      "Microseconds between two looks of the GPU op tracker at the CUDA events of ops in flight.",  \
+      0)                                                                                           \
+    X(CUPTI_LIB, cupti_lib, STR, "libcupti.so",                                                    \
+      "The CUPTI library opened for CCOMM_GPU_TIMING=cupti (path or name).", 0)                   \
+    X(CUDA_IPC_BYTES, cuda_ipc_bytes, SIZE, "8M",                                                 \
+      "Bytes of each data slot the native CUDA engine shares with the ranks on its node through "  \
+      "CUDA IPC (three slots per rank); larger ops run in rounds of a slot.",                     \
+      0)                                                                                           \
+    X(CUDA_ALLREDUCE_ALGO, cuda_allreduce_algo, STR, "auto",                                        \
+      "Native CUDA all-reduce: auto (one-shot up to 256 KiB, two-shot up to 16 MiB, then ring), "  \
+      "oneshot, twoshot or ring.",                                                                 \
+      0)                                                                                           \
+    X(CUDART_LIB, cudart_lib, STR, "",                                                             \
+      "The CUDA runtime the NCCL interposer uses for its events; default: the program's own "      \
+      "(libcudart.so.13, .12, ...).",                                                              \
+      0)
 
 /*
  * Variables of other launchers that init reads (never CCOMM_*). Only

@@ -79,9 +79,14 @@ int cc__op_is_recv(cc_op_type_t type)
 
 void cc__op_started(cc__op_t *op)
 {
+    cc__op_started_at(op, 0);
+}
+
+void cc__op_started_at(cc__op_t *op, uint64_t t_ns)
+{
     int expect = CC__OP_SCHEDULED;
     if (!atomic_compare_exchange_strong(&op->state, &expect, CC__OP_STARTED)) return;
-    op->info.t_start_ns = cc__now_ns();
+    op->info.t_start_ns = t_ns ? t_ns : cc__now_ns();
     cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info);
 }
 
@@ -116,9 +121,14 @@ static void wake_waiters(cc__op_t *op)
 
 void cc__op_finished(cc__op_t *op, cc_status_t status)
 {
+    cc__op_finished_at(op, status, 0);
+}
+
+void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
+{
     cc_comm_t *comm = op->comm;
     release(op, status);
-    op->info.t_end_ns = cc__now_ns();
+    op->info.t_end_ns = t_ns ? t_ns : cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
     atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);

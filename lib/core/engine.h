@@ -49,6 +49,25 @@ typedef struct cc_engine_v1 {
     const char *(*transport)(void *state);
 } cc_engine_v1_t;
 
+/*
+ * Version 2: version 1 (the same first members, so the core reads either
+ * through a cc_engine_v1_t pointer) plus a split hook, for engines whose
+ * backend splits communicators itself (NCCL's ncclCommSplit).
+ *
+ * split(parent_state, color, key, &child_arg) runs on every rank of the
+ * parent during cc_comm_split, CC_SPLIT_NOCOLOR ranks included (ncclCommSplit
+ * is collective over the parent), after the ranks agreed on colors and
+ * keys. *child_arg (NULL for a NOCOLOR rank) reaches the child's
+ * comm_create as the comm's engine_arg. The core calls it only when the
+ * child gets the same engine as the parent.
+ */
+#define CC_ENGINE_VERSION_2 2u
+
+typedef struct cc_engine_v2 {
+    cc_engine_v1_t v1; /* .version = CC_ENGINE_VERSION_2 */
+    cc_status_t (*split)(void *parent_state, int color, int key, void **child_arg);
+} cc_engine_v2_t;
+
 /* The built-in engine. */
 extern const cc_engine_v1_t cc__native_engine;
 

@@ -61,11 +61,13 @@ static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *
         return CC_ERR_NO_MEMORY;
     }
     for (int r = 0; r < size; r++) wr[r] = r;
-    char idsrc[160];
-    int n = snprintf(idsrc, sizeof(idsrc), "%s/world", world->job_id);
+    /* The name is part of the id: two worlds of one job in one process (a library that runs
+     * its own, as the NCCL test double does) stay two communicators. "world" keeps the id. */
+    const char *name = config && config->name ? config->name : "world";
+    char idsrc[200];
+    int n = snprintf(idsrc, sizeof(idsrc), "%s/%.63s", world->job_id, name);
     uint64_t id = cc__hash64(idsrc, (size_t)n, 0);
     cc__services_start(world, rank, size);
-    const char *name = config && config->name ? config->name : "world";
     cc_status_t st = cc__comm_create(world, id, 0, name, rank, size, wr, config, NULL, comm);
     cc__world_release(world); /* the comm holds its own reference */
     return st;
@@ -100,32 +102,45 @@ static cc_status_t torchrun_addr(const struct cc__config *cfg, char *addr, size_
     return CC_OK;
 }
 
-cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *config)
+cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *may_host,
+                              const char **who)
 {
     const struct cc__config *cfg = cc__cfg();
+    if (cfg->rank >= 0 && cfg->size > 0) {
+        *who = "ccrun";
+        *rank = (int)cfg->rank;
+        *size = (int)cfg->size;
+    } else if (!parse_rank(cfg->t_rank, rank) && !parse_rank(cfg->t_world_size, size)) {
+        *who = "torchrun";
+    } else if (!parse_rank(cfg->slurm_procid, rank) && !parse_rank(cfg->slurm_ntasks, size)) {
+        *who = "slurm";
+    } else if (!parse_rank(cfg->ompi_rank, rank) && !parse_rank(cfg->ompi_size, size)) {
+        *who = "open mpi";
+    } else if (!parse_rank(cfg->pmi_rank, rank) && !parse_rank(cfg->pmi_size, size)) {
+        *who = "pmi";
+    } else {
+        return CC_ERR_NOT_FOUND;
+    }
+    *may_host = cfg->store_addr[0] == '\0';
+    if (cfg->store_addr[0]) snprintf(addr, addrlen, "%s", cfg->store_addr);
+    else CC_CHECK(torchrun_addr(cfg, addr, addrlen));
+    return CC_OK;
+}
+
+cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *config)
+{
+    cc__cfg();
     cc__log_init();
     char addr[300];
-    int rank = -1, size = -1;
-    const char *who;
-    if (cfg->rank >= 0 && cfg->size > 0) {
-        who = "ccrun";
-        rank = (int)cfg->rank;
-        size = (int)cfg->size;
-    } else if (!parse_rank(cfg->t_rank, &rank) && !parse_rank(cfg->t_world_size, &size)) {
-        who = "torchrun";
-    } else if (!parse_rank(cfg->slurm_procid, &rank) && !parse_rank(cfg->slurm_ntasks, &size)) {
-        who = "slurm";
-    } else if (!parse_rank(cfg->ompi_rank, &rank) && !parse_rank(cfg->ompi_size, &size)) {
-        who = "open mpi";
-    } else if (!parse_rank(cfg->pmi_rank, &rank) && !parse_rank(cfg->pmi_size, &size)) {
-        who = "pmi";
-    } else {
+    int rank = -1, size = -1, may_host = 0;
+    const char *who = NULL;
+    cc_status_t st = cc__launcher_find(&rank, &size, addr, sizeof(addr), &may_host, &who);
+    if (st == CC_ERR_NOT_FOUND) {
         /* No launcher: a job of one, like MPI's singleton init. */
         cc_log_info(CC_SUBSYS_INIT, "no launcher found in the environment: running as rank 0 of 1");
         return init_world(comm, 0, 1, "127.0.0.1:0", 1, config);
     }
-    if (cfg->store_addr[0]) snprintf(addr, sizeof(addr), "%s", cfg->store_addr);
-    else CC_CHECK(torchrun_addr(cfg, addr, sizeof(addr)));
+    CC_CHECK(st);
     cc_log_info(CC_SUBSYS_INIT, "launched by %s: rank %d of %d, store %s", who, rank, size, addr);
-    return init_world(comm, rank, size, addr, cfg->store_addr[0] == '\0', config);
+    return init_world(comm, rank, size, addr, may_host, config);
 }

@@ -170,14 +170,19 @@ static int prefix(char *buf, size_t len, int level, uint32_t subsys)
 
 void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    cc__log_vwrite(level, subsys, fmt, ap);
+    va_end(ap);
+}
+
+void cc__log_vwrite(int level, uint32_t subsys, const char *fmt, va_list ap)
+{
     char line[2048];
     int n = prefix(line, sizeof(line), level, subsys);
     if (n < 0) return;
     if ((size_t)n >= sizeof(line)) n = (int)sizeof(line) - 1;
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    va_end(ap);
     if (m < 0) m = 0;
     size_t len = (size_t)n + (size_t)m;
     if (len > sizeof(line) - 2) {

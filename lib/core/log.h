@@ -11,6 +11,7 @@
 #ifndef CC_CORE_LOG_H
 #define CC_CORE_LOG_H
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -46,6 +47,9 @@ extern _Atomic uint32_t cc__log_mask; /* enabled subsystems */
 
 void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with a va_list (the plugins' log shim forwards through it). */
+void cc__log_vwrite(int level, uint32_t subsys, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Counts every error line, logged or filtered (tests assert it stays 0). */
 void cc__log_count_error(void);
 uint64_t cc__log_error_count(void);

@@ -77,4 +77,13 @@ void cc__op_finished(cc__op_t *op, cc_status_t status);
  */
 void cc__op_member_finished(cc__op_t *op, cc_status_t status);
 
+/*
+ * The same with the time the transition happened (CLOCK_MONOTONIC ns; 0 =
+ * now), for engines that learn of it after the fact: a GPU op starts and
+ * ends when CUDA events recorded on its stream complete, which a polling
+ * thread notices later.
+ */
+void cc__op_started_at(cc__op_t *op, uint64_t t_ns);
+void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns);
+
 #endif /* CC_CORE_OP_H */

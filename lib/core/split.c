@@ -51,6 +51,28 @@ struct ck {
     int32_t color, key;
 };
 
+/*
+ * An engine that splits by itself (engine v2: NCCL's ncclCommSplit) is asked
+ * on every rank, NOCOLOR ones too, when the child gets the parent's engine:
+ * the same device and no other engine asked for. *engine is then the
+ * child's engine, *arg what the hook made for it.
+ */
+static cc_status_t engine_split(cc_comm_t *parent, const struct split_args *a,
+                                const cc_engine_v1_t **engine, void **arg)
+{
+    *engine = NULL;
+    *arg = NULL;
+    if (parent->engine->version < CC_ENGINE_VERSION_2) return CC_OK;
+    cc_comm_config_t cfg = inherit(parent, a->config);
+    if (cfg.device != parent->device ||
+        (cfg.engine && strcmp(cfg.engine, "auto") && strcmp(cfg.engine, parent->engine->name)))
+        return CC_OK;
+    const cc_engine_v2_t *e2 = (const cc_engine_v2_t *)(const void *)parent->engine;
+    CC_CHECK(e2->split(parent->engine_state, a->color, a->key, arg));
+    *engine = parent->engine;
+    return CC_OK;
+}
+
 static cc_status_t do_split(cc_comm_t *parent, void *arg)
 {
     struct split_args *a = arg;
@@ -62,6 +84,9 @@ static cc_status_t do_split(cc_comm_t *parent, void *arg)
     cc_status_t st = cc__store_allgather(parent->store, name, parent->rank, parent->size, &mine,
                                          all, sizeof(mine), parent->timeout_ms);
     int *wr = NULL, count = 0, myrank = -1;
+    const cc_engine_v1_t *engine = NULL;
+    void *engine_arg = NULL;
+    if (st == CC_OK) st = engine_split(parent, a, &engine, &engine_arg);
     if (st != CC_OK || a->color == CC_SPLIT_NOCOLOR) goto out;
     wr = malloc((size_t)parent->size * sizeof(int));
     if (!wr) {
@@ -90,8 +115,8 @@ static cc_status_t do_split(cc_comm_t *parent, void *arg)
     uint64_t id = cc__hash64(src, (size_t)len, parent->id);
     snprintf(cname, sizeof(cname), "%.40s.%d", parent->name, a->color);
     cc_comm_config_t cfg = inherit(parent, a->config);
-    st = cc__comm_create(parent->world, id, parent->id, cfg.name ? cfg.name : cname, myrank, count,
-                         wr, &cfg, parent, a->child);
+    st = cc__comm_create_ex(parent->world, id, parent->id, cfg.name ? cfg.name : cname, myrank,
+                            count, wr, &cfg, engine, engine_arg, a->child);
     wr = NULL; /* owned by the child (or freed on failure) */
 out:
     free(wr);

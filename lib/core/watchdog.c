@@ -197,7 +197,8 @@ static void check_comm(cc_comm_t *c, uint64_t now)
     int *members = malloc((size_t)c->size * sizeof(int)), n = 0;
     if (!members) return;
     for (int r = 0; r < c->size; r++)
-        if (c->world_ranks[r] != wd.rank && c->world_ranks[r] < wd.size) members[n++] = c->world_ranks[r];
+        if (c->world_ranks[r] >= 0 && c->world_ranks[r] != wd.rank && c->world_ranks[r] < wd.size)
+            members[n++] = c->world_ranks[r]; /* -1: unknown (an external comm) */
     int w = n ? silent_peer(members, n, now, limit) : -1;
     free(members);
     if (w < 0) return;

@@ -147,6 +147,17 @@ static cc_status_t claim_rank(cc__world_t *w, int rank, const char *prefix)
     return CC_OK;
 }
 
+/* CCOMM_JOB_KEY; a job of one hosts a private store on loopback: a key nobody else knows. */
+static void pick_key(cc__world_t *w, int port, int size)
+{
+    snprintf(w->job_key, sizeof(w->job_key), "%s", cc__cfg()->job_key);
+    if (!w->job_key[0] && port == 0 && size == 1) {
+        unsigned char raw[32];
+        if (RAND_bytes(raw, sizeof(raw)) == 1)
+            for (int i = 0; i < 32; i++) snprintf(w->job_key + 2 * i, 3, "%02x", raw[i]);
+    }
+}
+
 cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
                            cc__world_t **out)
 {
@@ -162,13 +173,7 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     char host[256];
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
-    snprintf(w->job_key, sizeof(w->job_key), "%s", cfg->job_key);
-    if (!w->job_key[0] && port == 0 && size == 1) {
-        /* A job of one hosts a private store on loopback: give it a key nobody else knows. */
-        unsigned char raw[32];
-        if (RAND_bytes(raw, sizeof(raw)) == 1)
-            for (int i = 0; i < 32; i++) snprintf(w->job_key + 2 * i, 3, "%02x", raw[i]);
-    }
+    pick_key(w, port, size);
     if (!w->job_key[0])
         cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
                     "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
@@ -211,4 +216,62 @@ void cc__world_release(cc__world_t *w)
     cc__store_close(w->store);
     cc__store_server_stop(w->server);
     free(w);
+}
+
+/* The first rank to attach names the job (compare-and-set); later ones read its name. */
+static cc_status_t attach_job_id(cc__world_t *w)
+{
+    const struct cc__config *cfg = cc__cfg();
+    if (cfg->job_id[0]) {
+        snprintf(w->job_id, sizeof(w->job_id), "%s", cfg->job_id);
+        return CC_OK;
+    }
+    char host[64] = "host", mine[128];
+    gethostname(host, sizeof(host) - 1);
+    int n = snprintf(mine, sizeof(mine), "%s-%d-%llu", host, (int)getpid(),
+                     (unsigned long long)(cc__realtime_ns() / 1000000000ull));
+    void *cur = NULL;
+    size_t clen = 0;
+    int swapped = 0;
+    CC_CHECK(cc__store_cas(w->store, "attach/job_id", NULL, 0, mine, (size_t)n, &cur, &clen,
+                           &swapped));
+    snprintf(w->job_id, sizeof(w->job_id), "%.*s", (int)(clen < 127 ? clen : 127),
+             cur ? (char *)cur : mine);
+    free(cur);
+    return CC_OK;
+}
+
+cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may_host,
+                             cc__world_t **out)
+{
+    const struct cc__config *cfg = cc__cfg();
+    cc__world_t *w = calloc(1, sizeof(*w));
+    if (!w) return CC_ERR_NO_MEMORY;
+    atomic_init(&w->refs, 1);
+    w->world_rank = rank;
+    w->world_size = size;
+    snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
+    cc_status_t st = CC_OK;
+    char host[256];
+    int port = 0;
+    CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
+    if (port == 0 && size != 1) {
+        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
+                     "may use", store_addr);
+        st = CC_ERR_INVALID_ARG;
+        goto fail;
+    }
+    pick_key(w, port, size);
+    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
+                                    &w->store),
+                  st, fail);
+    CC_CHECK_GOTO(attach_job_id(w), st, fail);
+    *out = w;
+    return CC_OK;
+fail:
+    cc__store_close(w->store);
+    cc__store_server_stop(w->server);
+    free(w);
+    return st;
 }

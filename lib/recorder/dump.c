@@ -144,8 +144,26 @@ static json_t *frames(const cc__fr_entry_t *e, cc__fr_symbolizer_t *z)
     return a;
 }
 
+static json_t *extras_base(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
+                           const cc__fr_comm_t *c);
+
 /* ccomm's own view of an entry: the true state and what PyTorch has no key for. */
 static json_t *extras(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e, const cc__fr_comm_t *c)
+{
+    json_t *j = extras_base(s, e, c);
+    /* GPU kernel times (format 1.1): realtime like the other times, 0 when unknown. */
+    if (j && (e->gpu_start_ns || e->gpu_end_ns || e->gpu_kernel[0])) {
+        json_object_set_new(j, "gpu_start_ns",
+                            json_integer((json_int_t)cc__fr_snap_realtime(s, e->gpu_start_ns)));
+        json_object_set_new(j, "gpu_end_ns",
+                            json_integer((json_int_t)cc__fr_snap_realtime(s, e->gpu_end_ns)));
+        json_object_set_new(j, "gpu_kernel", json_string(e->gpu_kernel));
+    }
+    return j;
+}
+
+static json_t *extras_base(const cc__fr_snapshot_t *s, const cc__fr_entry_t *e,
+                           const cc__fr_comm_t *c)
 {
     return json_pack(
         "{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:i, s:I, s:I, s:o*, s:s, s:s, s:i, "
@@ -247,7 +265,7 @@ static json_t *process_json(const cc__fr_snapshot_t *s, json_t *lifecycle)
     json_int_t taken = (json_int_t)cc__realtime_ns();
     return json_pack("{s:s, s:s, s:i, s:s, s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:I, s:I, "
                      "s:I, s:o, s:o, s:o, s:o}",
-                     "format_version", "1.0", "host", h->host, "pid", h->pid, "job_id", h->job_id,
+                     "format_version", "1.1", "host", h->host, "pid", h->pid, "job_id", h->job_id,
                      "world_size", h->world_size, "live", s->live, "closed", h->closed_ns != 0,
                      "capacity", (int)h->capacity, "records_issued", (json_int_t)h->next_record_id,
                      "skipped", (json_int_t)h->skipped, "dropped_updates", (json_int_t)h->dropped,

@@ -25,7 +25,7 @@
 
 #define CC__FR_MAGIC         "CCFRING" /* 8 bytes with the NUL */
 #define CC__FR_VERSION_MAJOR 1u        /* bumped when a field changes meaning or place */
-#define CC__FR_VERSION_MINOR 0u        /* bumped when a field is added in reserved space */
+#define CC__FR_VERSION_MINOR 1u        /* bumped when a field is added in reserved space */
 #define CC__FR_HEADER_BYTES  1024      /* sizeof(cc__fr_header_t) */
 #define CC__FR_ENTRY_BYTES   256       /* sizeof(cc__fr_entry_t), without frames */
 #define CC__FR_COMM_BYTES    256       /* sizeof(cc__fr_comm_t) */
@@ -189,7 +189,11 @@ typedef struct cc__fr_entry {
     /* line 3 */
     char transport[16]; /* NUL-terminated */
     char engine[16];    /* NUL-terminated */
-    uint8_t reserved1[32];
+    /* Since 1.1: the true GPU times of the op's kernels (CUPTI or NCCL's
+     * profiler), written when they become known, possibly after the end. */
+    uint64_t gpu_start_ns; /* monotonic; 0 = unknown */
+    uint64_t gpu_end_ns;   /* monotonic; 0 = unknown */
+    char gpu_kernel[16];   /* what ran it: NCCL's "RING/LL128", or "cupti"; NUL-terminated */
 } cc__fr_entry_t;
 
 _Static_assert(sizeof(cc__fr_header_t) == CC__FR_HEADER_BYTES, "header size");
@@ -200,6 +204,7 @@ _Static_assert(sizeof(cc__fr_module_t) == CC__FR_MODULE_BYTES, "module record si
 _Static_assert(sizeof(cc__fr_entry_t) == CC__FR_ENTRY_BYTES, "entry size");
 _Static_assert(offsetof(cc__fr_entry_t, state) == 128, "mutable part at line 2");
 _Static_assert(offsetof(cc__fr_entry_t, transport) == 192, "line 3");
+_Static_assert(offsetof(cc__fr_entry_t, gpu_start_ns) == 224, "gpu times in the old reserved bytes");
 
 /* The byte offset of a frame word inside an entry. */
 #define CC__FR_FRAME_OFF(i) (CC__FR_ENTRY_BYTES + 8 * (size_t)(i))

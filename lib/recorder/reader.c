@@ -342,7 +342,8 @@ static const char *check_entry(const cc__fr_header_t *h, uint32_t slot, const cc
         return "comm slot beyond the table";
     if (!terminated(e->algorithm, sizeof(e->algorithm)) ||
         !terminated(e->transport, sizeof(e->transport)) ||
-        !terminated(e->engine, sizeof(e->engine)))
+        !terminated(e->engine, sizeof(e->engine)) ||
+        !terminated(e->gpu_kernel, sizeof(e->gpu_kernel)))
         return "unterminated string";
     return NULL;
 }

@@ -150,6 +150,13 @@ void cc__recorder_on_post(const cc_op_info_t *info, void *user)
     (void)user;
 }
 
+void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
+                      const char *detail)
+{
+    cc__fr_ring_t *r = ring();
+    if (rec_id && r) cc__fr_ring_gpu(r, rec_id, t_start_ns, t_end_ns, detail);
+}
+
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user)
 {
     cc__fr_ring_t *r = ring();

@@ -64,6 +64,16 @@ void cc__recorder_on_post(const cc_op_info_t *op, void *user);
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);
 
 /*
+ * The true GPU times (monotonic ns) of the kernels of the op recorded as
+ * `rec_id`, and what ran them (NCCL's algorithm/protocol, or "cupti"), from
+ * the CUDA plugin once CUPTI or NCCL's profiler reported them, possibly
+ * after the op's POST. Dropped if the slot was reused. No lock, allocation
+ * or syscall. Any thread.
+ */
+void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
+                      const char *detail);
+
+/*
  * Register a communicator in the ring's table (the PRE subscriber does it
  * for COMM_INIT and for the first op of a comm it has not seen; the core may
  * call it earlier). world_ranks: `size` world ranks, or NULL when unknown.

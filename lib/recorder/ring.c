@@ -250,6 +250,26 @@ dropped:
     return -1;
 }
 
+int cc__fr_ring_gpu(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint64_t t_end_ns,
+                    const char *detail)
+{
+    cc__fr_entry_t *e = slot_of(r, rid);
+    uint64_t s = slot_lock(e, SPINS_WRITE);
+    if (s & 1) goto dropped;
+    if (ld(&e->record_id) != rid) { /* reused after wrap-around: the times are stale */
+        slot_unlock(e, s, 0);
+        goto dropped;
+    }
+    if (t_start_ns) st(&e->gpu_start_ns, t_start_ns);
+    if (t_end_ns) st(&e->gpu_end_ns, t_end_ns);
+    if (detail) store_str_field(e->gpu_kernel, sizeof(e->gpu_kernel), detail);
+    slot_unlock(e, s, 1);
+    return 0;
+dropped:
+    count(&r->hdr->dropped);
+    return -1;
+}
+
 unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id)
 {
     unsigned marked = 0;

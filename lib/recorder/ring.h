@@ -101,6 +101,14 @@ typedef struct cc__fr_update {
 int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u);
 
 /*
+ * GPU times of record `rid` (0 leaves a time; NULL leaves the detail), under
+ * the slot's seqlock, only if the slot still holds `rid`. Returns 0, or -1
+ * when dropped (counted in hdr->dropped).
+ */
+int cc__fr_ring_gpu(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint64_t t_end_ns,
+                    const char *detail);
+
+/*
  * ABORT: set CC__FR_EF_ABORT_SEEN on every unfinished entry of `comm_id`.
  * Async-signal-safe (atomics only, bounded spins). Returns entries marked.
  */

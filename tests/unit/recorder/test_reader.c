@@ -155,6 +155,7 @@ static void test_wrong_version(void **state)
     (void)state;
     unsigned char *b = copy();
     hdr_of(b)->version_major = 2;
+    hdr_of(b)->version_minor = 0;
     expect_open(b, good_size, CC_ERR_NOT_SUPPORTED, "version 2.0");
     hdr_of(b)->version_major = 1;
     hdr_of(b)->version_minor = 7; /* a newer minor is read */

@@ -1,0 +1,18 @@
+/*
+ * kernels_cuda_log.c - the CUDA kernels' error lines, written from C:
+ * log.h is C11 (atomics), and kernels_cuda.cu is C++.
+ */
+#include <stdarg.h>
+
+#include "kernels_cuda.h"
+#include "log.h"
+
+void cc__kcuda_error(const char *fmt, ...)
+{
+    cc__log_count_error();
+    if (!cc__log_on(CC_LOG_LEVEL_ERROR, CC_SUBSYS_CUDA)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    cc__log_vwrite(CC_LOG_LEVEL_ERROR, CC_SUBSYS_CUDA, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,198 @@
+#!/bin/sh
+# tests/gpu/run.sh - every GPU test and the GPU benchmarks, on a machine with an NVIDIA GPU.
+#
+#   tests/gpu/run.sh [--case NAME] [BUILD_DIR]
+#
+# BUILD_DIR (default ./build) must hold a build with the CUDA plugin; when the programs are
+# missing it is configured and built first (CCOMM_WITH_CUDA=ON, all cores). Results (logs,
+# dumps, benchmark JSON, summary.txt) go to $OUT when set, else BUILD_DIR/gpu-results.
+# Without a usable CUDA device it prints "skipped: no CUDA device" and exits 77.
+#
+# Cases (all by default, in this order; each under its own time limit, ~5 min in all on one
+# H200 plus the build). NCCL cases run one rank per GPU (NCCL refuses two ranks on one GPU):
+# world size 1 on a one-GPU machine. Paths must not contain spaces.
+#   math       the device arithmetic vs the host kernels (CPU)
+#   nccl       one rank, engine nccl (real NCCL): every dtype x op, every collective row
+#   timing     the same with CCOMM_GPU_TIMING=cupti and =nccl-profiler: kernel times and
+#              NCCL's algorithm/protocol in the recorder dump
+#   hang       an op held past its deadline on the GPU times out, fails the comm, is dumped
+#   native2    engine native, 2 ranks sharing the GPU: one-shot, two-shot, ring
+#   native4    the same with 4 ranks
+#   bench      kernel bandwidth vs cudaMemcpy; host overhead per GPU op (recorder on/off)
+# Exit status: 0 when every case passed, 1 otherwise; summary.txt says which.
+set -u
+
+CASE=all
+if [ "${1:-}" = "--case" ]; then
+    CASE=$2
+    shift 2
+fi
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "${1:-$SRC/build}" 2>/dev/null && pwd || echo "${1:-$SRC/build}")
+RES=${OUT:-$BUILD/gpu-results}
+mkdir -p "$RES" || exit 1
+SUMMARY=$RES/summary.txt
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:$BUILD/lib:${LD_LIBRARY_PATH:-}"
+export CCOMM_CUDA_PLUGIN="$BUILD/lib/libccomm-cuda.so"
+export CCOMM_RECORDER_DIR="$RES/rings" CCOMM_DUMP_DIR="$RES/dumps"
+export CCOMM_LOG_LEVEL=${CCOMM_LOG_LEVEL:-WARN}
+APP=$BUILD/tests/gpu_app
+CCRUN=$BUILD/bin/ccrun
+FAILED=0
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+build_if_needed() {
+    [ -x "$APP" ] && [ -x "$CCRUN" ] && [ -f "$CCOMM_CUDA_PLUGIN" ] && return 0
+    say "building $BUILD (CUDA plugin and GPU tests)"
+    t0=$(date +%s)
+    cmake -S "$SRC" -B "$BUILD" -DCCOMM_WITH_CUDA=ON >"$RES/build.log" 2>&1 &&
+        cmake --build "$BUILD" -j"$(nproc)" --target ccomm ccomm_cuda gpu_app ccrun \
+            test_cuda_math cuda_kernels_bench >>"$RES/build.log" 2>&1
+    rc=$?
+    say "build: rc $rc in $(( $(date +%s) - t0 )) s (log: build.log)"
+    [ $rc -eq 0 ] || { tail -30 "$RES/build.log"; exit 1; }
+}
+
+# run NAME LIMIT_S COMMAND...: log to NAME.log, record pass/fail with the time taken.
+run() {
+    name=$1 limit=$2
+    shift 2
+    t0=$(date +%s)
+    timeout -k 10 "$limit" "$@" >"$RES/$name.log" 2>&1
+    rc=$?
+    dt=$(( $(date +%s) - t0 ))
+    if [ $rc -eq 0 ]; then
+        say "PASS $name (${dt} s)"
+    else
+        FAILED=1
+        say "FAIL $name (rc $rc after ${dt} s; last lines of $name.log:)"
+        tail -15 "$RES/$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
+    return $rc
+}
+
+# check NAME FUNCTION ARGS...: a quick check of a case's output (no time limit needed).
+check() {
+    name=$1
+    shift
+    if "$@" >"$RES/$name.log" 2>&1; then
+        say "PASS $name: $(tail -1 "$RES/$name.log")"
+    else
+        FAILED=1
+        say "FAIL $name:"
+        sed 's/^/    /' "$RES/$name.log" | tail -15 | tee -a "$SUMMARY"
+    fi
+}
+
+# The recorder dump's entries of the nccl engine must carry GPU kernel times (and a detail).
+check_gpu_times() {
+    python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+ops = [e for e in d.get("entries", []) if e["ccomm"]["engine"] == "nccl"
+       and e["ccomm"]["state"] == "completed"]
+timed = [e for e in ops if e["ccomm"].get("gpu_end_ns", 0) >= e["ccomm"].get("gpu_start_ns", 0) > 0]
+kinds = sorted({e["ccomm"].get("gpu_kernel", "") for e in timed})
+print("%d completed nccl ops, %d with kernel times; details %s" % (len(ops), len(timed), kinds))
+# With one rank NCCL launches kernels only for AVG and PREMUL_SUM (the rest are copies or
+# nothing): some ops must be timed; with several ranks every collective launches kernels.
+nranks = int(sys.argv[3])
+need = 1 if nranks == 1 else len(ops) // 2
+ok = len(ops) > 0 and len(timed) >= need
+ok = ok and (want != "cupti" or "cupti" in kinds)
+ok = ok and (want != "nccl-profiler" or any("/" in k for k in kinds))
+sys.exit(0 if ok else 1)
+EOF
+}
+
+check_hang_dump() {
+    python3 - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = [e["ccomm"]["state"] for e in d.get("entries", []) if e["profiling_name"] == "ccomm:all_reduce"]
+print("all_reduce states:", st)
+sys.exit(0 if "timed_out" in st else 1)
+EOF
+}
+
+case_math() { run math 120 "$BUILD/tests/test_cuda_math"; }
+
+# NCCL needs one GPU per rank: the NCCL cases run one rank per GPU (one H200: one process).
+nccl_launcher() {
+    [ "$NGPU" -gt 1 ] && echo "$CCRUN -n $NGPU --timeout 170"
+}
+
+case_nccl() { run nccl 180 $(nccl_launcher) "$APP" nccl "$RES/nccl-events.json"; }
+
+case_timing() {
+    for t in cupti nccl-profiler; do
+        run "timing-$t" 180 env CCOMM_GPU_TIMING=$t $(nccl_launcher) "$APP" nccl \
+            "$RES/nccl-$t.json" gpu || continue
+        if [ "$t" = nccl-profiler ] && [ "$NGPU" -lt 2 ]; then
+            # NCCL runs a one-rank collective without its profiled kernels: nothing to time.
+            say "SKIP timing-$t-check: one GPU (NCCL's one-rank path makes no profiler events)"
+            continue
+        fi
+        check "timing-$t-check" check_gpu_times "$RES/nccl-$t.json" "$t" "$NGPU"
+    done
+}
+
+case_hang() {
+    run hang 120 "$APP" hang "$RES/hang.json" && check hang-check check_hang_dump "$RES/hang.json"
+}
+
+case_native() {
+    n=$1
+    for algo in oneshot twoshot ring; do
+        run "native$n-$algo" 240 env CCOMM_CUDA_ALLREDUCE_ALGO=$algo \
+            "$CCRUN" -n "$n" --timeout 230 "$APP" native
+    done
+}
+
+case_bench() {
+    run bench-kernels 120 "$BUILD/bin/cuda_kernels_bench" 1024 && cp "$RES/bench-kernels.log" "$RES/bench-kernels.json"
+    run bench-overhead-recorder-on 120 "$APP" overhead
+    run bench-overhead-recorder-off 120 env CCOMM_RECORDER_ENTRIES=0 "$APP" overhead
+}
+
+: >"$SUMMARY"
+say "ccomm GPU tests: $(date -u +%Y-%m-%dT%H:%M:%SZ), case $CASE, build $BUILD"
+build_if_needed
+"$APP" probe >"$RES/probe.log" 2>&1
+if [ $? -eq 77 ]; then
+    if nvidia-smi -L >/dev/null 2>&1; then
+        # A GPU is here but the CUDA runtime cannot use it (e.g. a driver older than CUDA 13).
+        say "FAIL: nvidia-smi lists a GPU but the CUDA runtime cannot use it: $(cat "$RES/probe.log")"
+        nvidia-smi >>"$SUMMARY" 2>&1
+        exit 1
+    fi
+    say "skipped: no CUDA device ($(cat "$RES/probe.log"))"
+    exit 77
+fi
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$NGPU" -ge 1 ] || NGPU=1
+nvidia-smi -L >>"$SUMMARY" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv >>"$SUMMARY" 2>&1
+T0=$(date +%s)
+case $CASE in
+all)
+    case_math
+    case_nccl
+    case_timing
+    case_hang
+    case_native 2
+    case_native 4
+    case_bench
+    ;;
+math | nccl | timing | hang | bench) "case_$CASE" ;;
+native2) case_native 2 ;;
+native4) case_native 4 ;;
+*)
+    echo "unknown case $CASE" >&2
+    exit 2
+    ;;
+esac
+say "done in $(( $(date +%s) - T0 )) s: $([ $FAILED -eq 0 ] && echo 'all passed' || echo 'FAILURES')"
+exit $FAILED
