@@ -56,7 +56,7 @@ typedef struct cc_core_v1 {
     void (*op_finished)(cc__op_t *op, cc_status_t status, uint64_t t_ns);
     /* The door (see door.h), for the interposer's ops. */
     void (*op_prepare)(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type);
-    cc_status_t (*door_issue)(const cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);
+    cc_status_t (*door_issue)(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);
 
     /* Communicators. */
     void (*comm_info)(const cc_comm_t *comm, cc_plugin_comm_t *out);
