@@ -328,8 +328,9 @@ cc_status_t cc__arena_check_quit(cc__arena_op_t *ao)
 {
     cc__arena_t *ar = ao->ar;
     for (int q = 0; q < ar->n; q++) {
+        /* A peer that quit a later op had finished this one: only this op's quit counts. */
         if (q == ar->rank || atomic_load_explicit(&cc__arena_ctl(ar, q)->quit,
-                                                  memory_order_relaxed) < ao->seq)
+                                                  memory_order_relaxed) != ao->seq)
             continue;
         cc_log_error(CC_SUBSYS_SHM, "shm: rank %d gave up on %s (seq %llu) before rank %d finished it",
                      q, cc_op_type_name(ao->op->info.type),

@@ -116,8 +116,11 @@ int fault_sigkill(int rank, int size, const char *addr, void *arg)
         return 3; /* not reached */
     }
     usleep(400000);
+    /* Rank 2 may have published its share before it died: the shared-memory
+     * algorithms then complete this op correctly, and the next one fails. */
     cc_status_t st = allreduce(comm, 4, CC_FLOAT32);
-    CC_TEST_REQUIRE(st != CC_OK, "allreduce with a dead rank: OK");
+    if (st == CC_OK) st = allreduce(comm, 4, CC_FLOAT32);
+    CC_TEST_REQUIRE(st != CC_OK, "two allreduces with a dead rank: OK");
     cc_comm_destroy(comm);
     return 0;
 }
