@@ -168,7 +168,8 @@ if [ $? -eq 77 ]; then
         nvidia-smi >>"$SUMMARY" 2>&1
         exit 1
     fi
-    say "skipped: no CUDA device ($(cat "$RES/probe.log"))"
+    # The probe's own line already reads "skipped: no CUDA device (why)".
+    say "$(head -n 1 "$RES/probe.log")"
     exit 77
 fi
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
