@@ -51,7 +51,13 @@ run_tests() {
     build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
     say "tests under ASan+UBSan"
     (cd build-asan && ctest -j "$JOBS" --output-on-failure --timeout 900 -LE "nosan|bench") || failed=1
-    build build-tsan -DCCOMM_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
+    # TSan: only the concurrency tests run, so only their programs are built.
+    cmake -S "$ROOT" -B "$ROOT/build-tsan" -DCCOMM_WERROR=ON -DCCOMM_SANITIZE=thread \
+        -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF >/dev/null
+    local tsan_targets
+    tsan_targets=$(cd build-tsan && ctest -N -L tsan | sed -n 's/^ *Test *#[0-9]*: //p')
+    say "building build-tsan: $(echo $tsan_targets)"
+    cmake --build "$ROOT/build-tsan" -j "$JOBS" --target $tsan_targets
     say "concurrency tests under TSan"
     (cd build-tsan && ctest -j "$JOBS" --output-on-failure --timeout 900 -L tsan) || failed=1
     say "done in $((SECONDS - t0)) s: $([ $failed = 0 ] && echo 'all passed' || echo 'FAILURES above')"
