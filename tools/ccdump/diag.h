@@ -30,7 +30,7 @@ enum ccd_proc {
     CCD_PROC_UNKNOWN,    /* a dump, or a ring of another host */
     CCD_PROC_STOPPED,    /* running but stopped (SIGSTOP, a debugger) */
     CCD_PROC_MISSING,    /* no ring and no dump */
-    CCD_PROC_KILLED,     /* gone without a normal exit or a fatal signal: SIGKILL, OOM */
+    CCD_PROC_KILLED,     /* gone without a normal exit or a fatal signal: SIGKILL, OOM, SIGTERM */
     CCD_PROC_CRASHED,    /* a fatal signal is recorded */
 };
 

@@ -4,7 +4,8 @@
  * The process's fate comes from its ring: a fatal signal is marked by the
  * signal handler; a normal exit (or close) is marked by an atexit handler;
  * a ring with neither whose process is gone (checked in /proc on the ring's
- * host) was killed (SIGKILL, the OOM killer). A dump alone cannot tell.
+ * host) was killed by a signal ccomm does not catch (SIGKILL, the OOM killer,
+ * a launcher's SIGTERM). A dump alone cannot tell.
  */
 #include <signal.h>
 #include <stdlib.h>

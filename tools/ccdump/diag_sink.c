@@ -130,7 +130,7 @@ static void sink_text(const ccd_diag_t *d, const sgroup_t *sg, const int32_t *wt
         break;
     case CCD_F_KILLED:
         snprintf(buf, len, "rank%s %s %s killed (no normal exit and no fatal signal in the ring, and "
-                 "the process is gone: SIGKILL or the OOM killer) and %s; %s",
+                 "the process is gone: SIGKILL, SIGTERM or the OOM killer) and %s; %s",
                  pl ? "s" : "", who, pl ? "were" : "was", part, st);
         break;
     case CCD_F_STOPPED:
@@ -270,8 +270,8 @@ static void fate_text(const ccd_diag_t *d, int proc, const int32_t *v, uint32_t 
                  signame(d->job->rank[v[0]]->fatal_signal), st, aff, tail);
     else if (proc == CCD_PROC_KILLED)
         snprintf(buf, len, "rank%s %s %s killed (no normal exit and no fatal signal in the ring, and "
-                 "the process is gone: SIGKILL or the OOM killer); %s; %u rank(s) failed in ops "
-                 "with it%s", pl, who, n > 1 ? "were" : "was", st, aff, tail);
+                 "the process is gone: SIGKILL, SIGTERM or the OOM killer); %s; %u rank(s) failed "
+                 "in ops with it%s", pl, who, n > 1 ? "were" : "was", st, aff, tail);
     else if (proc == CCD_PROC_STOPPED)
         snprintf(buf, len, "rank%s %s %s stopped (SIGSTOP, or held by a debugger); %s", pl, who,
                  n > 1 ? "are" : "is", st);

@@ -277,6 +277,11 @@ static void test_killed_job(void **state)
     json_t *r = diagnose_json(dir, 1);
     assert_string_equal(verdict_kind(r), "killed");
     assert_int_equal(first_culprit(r), 2);
+    /* A launcher's SIGTERM (ccrun's, torchrun's) leaves no mark in the ring either:
+     * the verdict must not name SIGKILL as the only way. */
+    const char *text = json_string_value(json_object_get(json_object_get(r, "verdict"), "text"));
+    assert_non_null(text);
+    assert_non_null(strstr(text, "SIGTERM"));
     json_decref(r);
     snprintf(path, sizeof(path), "%s/trace.json", dir);
     assert_int_equal(run(&out, 5, "perfetto", dir, "-o", path), 0);
