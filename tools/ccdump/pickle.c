@@ -424,6 +424,11 @@ static int set_item(pk_t *p, slot_t *d, slot_t k, slot_t v)
     if (json_is_string(k.v)) {
         key = json_string_value(k.v);
         klen = json_string_length(k.v);
+        if (memchr(key, 0, klen)) { /* readers look keys up as C strings */
+            json_decref(k.v);
+            json_decref(v.v);
+            return fail(p, "a dict key with a NUL character");
+        }
     } else if (json_is_integer(k.v)) {
         klen = (size_t)snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(k.v));
     } else {

@@ -50,8 +50,10 @@ static int run(char **out, char **err, int argc, ...)
     int rc = ccdump_main(argc, argv, fo, fe);
     fclose(fo);
     fclose(fe);
-    if (err) *err = e;
-    else free(e);
+    if (err)
+        *err = e;
+    else
+        free(e);
     for (int i = 0; i < argc; i++)
         free(owned[i]);
     return rc;
@@ -91,11 +93,15 @@ static const char make_dumps[] =
     "for r in range(4):\n"
     "    ents, rid = [], 0\n"
     "    for s in range(1, 5):\n"
-    "        ents.append(entry(r, rid, s, 0, 'nccl:all_reduce', 'completed', T + rid * 10**6, [1024])); rid += 1\n"
-    "    ents.append(entry(r, rid, 0, 1, 'nccl:send %d->%d' % (r, (r + 1) % 4), 'completed', T + rid * 10**6, [8])); rid += 1\n"
-    "    ents.append(entry(r, rid, 0, 2, 'nccl:recv %d<-%d' % (r, (r + 3) % 4), 'completed', T + rid * 10**6, [8])); rid += 1\n"
+    "        ents.append(entry(r, rid, s, 0, 'nccl:all_reduce', 'completed', T + rid * 10**6, "
+    "[1024])); rid += 1\n"
+    "    ents.append(entry(r, rid, 0, 1, 'nccl:send %d->%d' % (r, (r + 1) % 4), 'completed', T + "
+    "rid * 10**6, [8])); rid += 1\n"
+    "    ents.append(entry(r, rid, 0, 2, 'nccl:recv %d<-%d' % (r, (r + 3) % 4), 'completed', T + "
+    "rid * 10**6, [8])); rid += 1\n"
     "    if r != 2:\n"
-    "        ents.append(entry(r, rid, 5, 2, 'nccl:all_reduce', 'started', T + rid * 10**6, [1024]))\n"
+    "        ents.append(entry(r, rid, 5, 2, 'nccl:all_reduce', 'started', T + rid * 10**6, "
+    "[1024]))\n"
     "    last = 4 if r == 2 else 5\n"
     "    d = {'version': version, 'pg_config': {'0': {'name': '0', 'desc': 'default_pg', "
     "'ranks': '[0, 1, 2, 3]'}},\n"
@@ -124,7 +130,8 @@ static const char check_export[] =
     "    print('export check:', m); sys.exit(1)\n"
     "for r in range(n):\n"
     "    d = pickle.load(open('%s/%s%d' % (out, prefix, r), 'rb'))\n"
-    "    if not isinstance(d['version'], str) or not d['version'].startswith('2.'): fail('version')\n"
+    "    if not isinstance(d['version'], str) or not d['version'].startswith('2.'): "
+    "fail('version')\n"
     "    for name, pg in d['pg_config'].items():\n"
     "        ranks = ast.literal_eval(pg['ranks'])\n"
     "        if not isinstance(pg['ranks'], str) or not isinstance(ranks, list): fail('ranks')\n"
@@ -138,7 +145,8 @@ static const char check_export[] =
     "                  'time_created_ns', 'timeout_ms'):\n"
     "            if type(e[k]) is not int: fail('%s %r' % (k, e[k]))\n"
     "        pg_name, pg_desc = e['process_group']\n"
-    "        if type(e['process_group']) is not tuple or pg_name not in d['pg_config']: fail('pg')\n"
+    "        if type(e['process_group']) is not tuple or pg_name not in d['pg_config']: "
+    "fail('pg')\n"
     "        backend, name = e['profiling_name'].split(':')\n"
     "        op = name.split(' ')[0]\n"
     "        if backend not in ('nccl', 'xccl') or op not in COLL | {'send', 'recv'}:\n"
@@ -198,9 +206,8 @@ static void expect_hang(const char *path, const char *prefix)
     assert_string_equal(verdict(r, "kind"), "not_entered");
     assert_int_equal(culprit(r), 2);
     assert_string_equal(verdict(r, "op"), "all_reduce");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "job"),
-                                                        "ranks_with_records")),
-                     4);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "job"), "ranks_with_records")), 4);
     json_decref(r);
 }
 
@@ -258,9 +265,8 @@ static void test_prefixes(void **state)
     expect_hang(path, "other");
     snprintf(path, sizeof(path), "%s/mixed/job7_r3", dir); /* a named file: digits that end it */
     json_t *r = diagnose(path, NULL, 1);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "job"),
-                                                        "ranks_with_records")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "job"), "ranks_with_records")), 1);
     json_decref(r);
 }
 
@@ -298,8 +304,9 @@ static void test_export(void **state)
         snprintf(src, sizeof(src), "%s/valid/%s", data_dir, cases[i]);
         snprintf(sub, sizeof(sub), "case%d", i);
         json_t *a = diagnose(src, NULL, 1);
-        export_and_check(src, sub, NULL, (int)json_integer_value(json_object_get(
-                                              json_object_get(a, "job"), "ranks_with_records")));
+        export_and_check(src, sub, NULL,
+                         (int)json_integer_value(
+                             json_object_get(json_object_get(a, "job"), "ranks_with_records")));
         snprintf(o, sizeof(o), "%s/%s", dir, sub);
         json_t *b = diagnose(o, NULL, 1);
         assert_string_equal(verdict(a, "kind"), verdict(b, "kind"));
@@ -326,9 +333,9 @@ static void test_refused_opcodes(void **state)
     static const struct {
         unsigned char op;
         const char *name;
-    } refused[] = {{'c', "GLOBAL"}, {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"}, {'b', "BUILD"},
-                   {'i', "INST"},   {'o', "OBJ"},           {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"},
-                   {0x82, "EXT1"},  {0x83, "EXT2"},         {0x84, "EXT4"},   {'P', "PERSID"},
+    } refused[] = {{'c', "GLOBAL"},   {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"},  {'b', "BUILD"},
+                   {'i', "INST"},     {'o', "OBJ"},           {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"},
+                   {0x82, "EXT1"},    {0x83, "EXT2"},         {0x84, "EXT4"},   {'P', "PERSID"},
                    {'Q', "BINPERSID"}};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         unsigned char b[] = {0x80, 2, ']', ']', refused[i].op, 'o', 's', '\n', 'x', '\n', '.'};
@@ -368,8 +375,8 @@ static void test_bad_protocols_and_lengths(void **state)
     unsigned char big2[] = {0x80, 2, 0x8a, 8, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, '.'};
     json_t *v = ccd_pickle_parse(big2, sizeof(big2) - 2, (char[64]){0}, 64); /* no STOP */
     assert_null(v);
-    unsigned char ibig[] = {0x80, 2, 'I', '9', '9', '9', '9', '9', '9', '9', '9', '9', '9',
-                            '9', '9', '9', '9', '9', '9', '9', '9', '9', '9', '\n', '.'};
+    unsigned char ibig[] = {0x80, 2,   'I', '9', '9', '9', '9', '9', '9', '9', '9',  '9', '9',
+                            '9',  '9', '9', '9', '9', '9', '9', '9', '9', '9', '\n', '.'};
     expect_error(ibig, sizeof(ibig), "opcode INT (0x49) at byte 2", "int64");
     unsigned char utf[] = {0x80, 2, 'X', 2, 0, 0, 0, 0xc0, 0x80, '.'};
     expect_error(utf, sizeof(utf), "opcode BINUNICODE (0x58) at byte 2", "UTF-8");
@@ -386,6 +393,8 @@ static void test_memo_and_structure(void **state)
     expect_error(put0, sizeof(put0), "opcode BINPUT (0x71) at byte 2", "needs 1 value");
     unsigned char key[] = {0x80, 2, '}', ']', 'N', 's', '.'};
     expect_error(key, sizeof(key), "opcode SETITEM (0x73) at byte 5", "neither a str nor an int");
+    unsigned char nul[] = {0x80, 2, '}', 0x8c, 1, 0, 'N', 's', '.'};
+    expect_error(nul, sizeof(nul), "opcode SETITEM (0x73) at byte 7", "NUL");
     unsigned char odd[] = {0x80, 2, '}', '(', 'N', 'u', '.'};
     expect_error(odd, sizeof(odd), "opcode SETITEMS (0x75) at byte 5", "odd number");
     unsigned char tup[] = {0x80, 2, ')', 'N', 'a', '.'};
@@ -408,8 +417,15 @@ static void test_memo_and_structure(void **state)
     n = 0;
     bomb[n++] = 0x80, bomb[n++] = 2, bomb[n++] = ']', bomb[n++] = 'q', bomb[n++] = 0;
     for (int i = 1; i <= 40; i++) {
-        unsigned char s[] = {']', '(', 'h', (unsigned char)(i - 1), 'h', (unsigned char)(i - 1),
-                             'e', 'q', (unsigned char)i};
+        unsigned char s[] = {']',
+                             '(',
+                             'h',
+                             (unsigned char)(i - 1),
+                             'h',
+                             (unsigned char)(i - 1),
+                             'e',
+                             'q',
+                             (unsigned char)i};
         memcpy(bomb + n, s, sizeof(s));
         n += sizeof(s);
     }
