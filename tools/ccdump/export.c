@@ -196,6 +196,27 @@ static int put_times(ccd_pkw_t *w, const json_t *e)
     return 0;
 }
 
+/* input_sizes, input_dtypes, output_sizes, output_dtypes: lists, [] when absent. */
+static int put_tensors(ccd_pkw_t *w, const json_t *e)
+{
+    json_t *x;
+    static const char *const lists[] = {"input_sizes", "input_dtypes", "output_sizes",
+                                        "output_dtypes"};
+    for (int i = 0; i < 4; i++) {
+        put_key(w, lists[i]);
+        x = json_object_get(e, lists[i]);
+        if (i % 2 == 0) {
+            put_sizes(w, x);
+        } else if (json_is_array(x)) {
+            if (ccd_pkw_json(w, x)) return -1;
+        } else {
+            ccd_pkw_mark(w);
+            ccd_pkw_list_end(w);
+        }
+    }
+    return 0;
+}
+
 static int put_entry(ccd_pkw_t *w, const json_t *e)
 {
     const json_t *pg = json_object_get(e, "process_group"), *x;
@@ -227,20 +248,7 @@ static int put_entry(ccd_pkw_t *w, const json_t *e)
         put_key(w, "duration_ms");
         ccd_pkw_float(w, json_number_value(x));
     }
-    static const char *const lists[] = {"input_sizes", "input_dtypes", "output_sizes",
-                                        "output_dtypes"};
-    for (int i = 0; i < 4; i++) {
-        put_key(w, lists[i]);
-        x = json_object_get(e, lists[i]);
-        if (i % 2 == 0) {
-            put_sizes(w, x);
-        } else if (json_is_array(x)) {
-            if (ccd_pkw_json(w, x)) return -1;
-        } else {
-            ccd_pkw_mark(w);
-            ccd_pkw_list_end(w);
-        }
-    }
+    if (put_tensors(w, e)) return -1;
     put_key(w, "state");
     put_str_or(w, json_object_get(e, "state"), "scheduled");
     put_times(w, e);
