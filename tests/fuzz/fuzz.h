@@ -3,6 +3,7 @@
  * mutation driver of driver.c when libFuzzer is not used):
  *   fuzz_ring.c  bytes as a ring file: the recorder's reader, then ccdump
  *   fuzz_json.c  bytes as a JSON dump: ccdump's JSON loader, then ccdump
+ *   fuzz_pickle.c bytes as a pickle dump: the pickle reader and writer, then ccdump
  * Whatever loads goes through everything ccdump does with a record: the
  * index, the diagnosis, the text and JSON reports, the Perfetto trace, and
  * (rings) the recorder's own JSON dump builder. Nothing may crash, hang,

@@ -17,6 +17,7 @@ int ccdump_json(int argc, char **argv, FILE *out, FILE *err);
 int ccdump_perfetto(int argc, char **argv, FILE *out, FILE *err);
 int ccdump_diagnose(int argc, char **argv, FILE *out, FILE *err);
 int ccdump_stats(int argc, char **argv, FILE *out, FILE *err);
+int ccdump_export(int argc, char **argv, FILE *out, FILE *err);
 
 /* ---- argument parsing shared by the commands ---- */
 

@@ -13,9 +13,12 @@
 static const char usage[] =
     "usage: ccdump COMMAND [OPTIONS] FILE|DIR...\n"
     "Read ccomm flight recorder rings (*.ccfr, of live or dead processes), ccomm JSON\n"
-    "dumps and PyTorch / torchcomms flight recorder JSON dumps (version 2.x). Inputs\n"
-    "are files or directories (searched a few levels deep), from one or several hosts;\n"
-    "each rank is counted once (its richest record).\n"
+    "dumps and PyTorch / torchcomms flight recorder dumps (version 2.x; pickle, their\n"
+    "default, through a reader that refuses any opcode that could run code; or JSON).\n"
+    "Inputs are files or directories (searched a few levels deep), from one or several\n"
+    "hosts; each rank is counted once (its richest record). A PyTorch dump's rank is\n"
+    "the number that ends its name, <prefix><rank> (nccl_trace_rank_3); in directories\n"
+    "the prefix is inferred as PyTorch's analyzer does, or given with -p PREFIX.\n"
     "\n"
     "commands:\n"
     "  diagnose FILE... [--json]    why the job hangs or fails: the first incomplete\n"
@@ -30,6 +33,9 @@ static const char usage[] =
     "                               PyTorch-compatible JSON per rank (or one document)\n"
     "  perfetto FILE... -o TRACE.json [--rank R] [--last N]\n"
     "                               a timeline for ui.perfetto.dev / chrome://tracing\n"
+    "  export FILE... --torch DIR [-p PREFIX]\n"
+    "                               pickles PyTorch's analyzer (fr_trace) reads:\n"
+    "                               DIR/<PREFIX><rank>, default prefix nccl_trace_rank_\n"
     "\n"
     "Exit status: 0 fine (diagnose: no problem found); 1 diagnose found a problem;\n"
     "2 bad usage or no usable input. `ccdump COMMAND --help` describes one command;\n"
@@ -40,11 +46,9 @@ int ccdump_main(int argc, char **argv, FILE *out, FILE *err)
     static const struct {
         const char *name;
         int (*fn)(int, char **, FILE *, FILE *);
-    } cmds[] = {{"diagnose", ccdump_diagnose},
-                {"show", ccdump_show},
-                {"stats", ccdump_stats},
-                {"json", ccdump_json},
-                {"perfetto", ccdump_perfetto}};
+    } cmds[] = {{"diagnose", ccdump_diagnose}, {"show", ccdump_show},
+                {"stats", ccdump_stats},       {"json", ccdump_json},
+                {"perfetto", ccdump_perfetto}, {"export", ccdump_export}};
     /* The reader logs what it refuses; ccdump reports it itself, once. */
     cc__log_level = CC_LOG_LEVEL_NONE;
     if (argc < 2) {

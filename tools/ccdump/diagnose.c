@@ -28,6 +28,8 @@ static const char help[] =
     "  --json              the same findings as one JSON document\n"
     "  --min-wait SECONDS  an unfinished op younger than this at the end of the record\n"
     "                      is in flight, not waiting (default 1)\n"
+    "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
+    "                       (default: inferred from the names, as PyTorch's analyzer does)\n"
     "\n"
     "Exit status: 0 no problem found, 1 problem found, 2 unusable input.\n";
 
@@ -56,13 +58,15 @@ int ccdump_diagnose(int argc, char **argv, FILE *out, FILE *err)
     double min_wait = 1.0;
     char **files;
     int nfiles;
+    const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--json", NULL, CCD_OPT_FLAG, &as_json},
                               {"--min-wait", NULL, CCD_OPT_DOUBLE, &min_wait},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
     if (rc) return rc == 1 ? 0 : 2;
-    ccd_job_t *job = ccd_load_inputs(files, nfiles, err);
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     if (!job) return 2;
     ccd_index_t *ix = ccd_index_build(job);
     ccd_diag_opts_t o = {(uint64_t)(min_wait * 1e9)};

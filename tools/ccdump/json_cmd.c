@@ -28,15 +28,19 @@ static const char help[] =
     "options:\n"
     "  -o, --output DIR   the directory to write (created)\n"
     "  --merged FILE      (also) one document: {\"ccdump_merged\": \"1.0\", \"job_id\",\n"
-    "                     \"world_size\", \"ranks\": {\"<rank>\": <dump>, ...}}\n";
+    "                     \"world_size\", \"ranks\": {\"<rank>\": <dump>, ...}}\n"
+    "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
+    "                       (default: inferred from the names, as PyTorch's analyzer does)\n";
 
-/* The document of one record (new reference), or NULL with err set. */
-static json_t *rank_doc(const ccd_rank_t *r, char *err, size_t errlen)
+json_t *ccd_rank_doc(const ccd_rank_t *r, char *err, size_t errlen)
 {
     if (r->src != CCD_SRC_RING) {
-        json_error_t je;
-        json_t *j = json_load_file(r->path, JSON_REJECT_DUPLICATES, &je);
-        if (!j) snprintf(err, errlen, "%s: %s", r->path, je.text);
+        char why[400] = "";
+        int kind = ccd_sniff(r->path, why, sizeof(why));
+        json_t *j = kind == CCD_KIND_JSON || kind == CCD_KIND_PICKLE
+                        ? ccd_read_doc(r->path, kind, why, sizeof(why))
+                        : NULL;
+        if (!j) snprintf(err, errlen, "%s: %s", r->path, why);
         return j;
     }
     cc__fr_reader_t *rd = NULL;
@@ -65,7 +69,7 @@ static int write_each(const ccd_job_t *job, const char *dir, FILE *err)
         const ccd_rank_t *r = job->rank[w];
         char why[512] = "", path[PATH_MAX];
         if (!r) continue;
-        json_t *j = rank_doc(r, why, sizeof(why));
+        json_t *j = ccd_rank_doc(r, why, sizeof(why));
         snprintf(path, sizeof(path), "%s/rank%d.json", dir, w);
         if (!j || cc__fr_json_write(j, path) != CC_OK) {
             fprintf(err, "ccdump: rank %d: %s\n", w, j ? "cannot write the file" : why);
@@ -92,7 +96,7 @@ static int write_merged(const ccd_job_t *job, const char *path, FILE *err)
     for (int32_t w = 0; w < job->world_size; w++) {
         char why[512] = "";
         if (!job->rank[w]) continue;
-        json_t *j = rank_doc(job->rank[w], why, sizeof(why));
+        json_t *j = ccd_rank_doc(job->rank[w], why, sizeof(why));
         if (!j) {
             fprintf(err, "ccdump: rank %d: %s\n", w, why);
             bad = 1;
@@ -116,8 +120,10 @@ int ccdump_json(int argc, char **argv, FILE *out, FILE *err)
     const char *dir = NULL, *merged = NULL;
     char **files;
     int nfiles;
+    const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--output", "-o", CCD_OPT_STR, &dir},
                               {"--merged", NULL, CCD_OPT_STR, &merged},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
@@ -126,7 +132,7 @@ int ccdump_json(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "ccdump json: give -o DIR, --merged FILE, or both\n");
         return 2;
     }
-    ccd_job_t *job = ccd_load_inputs(files, nfiles, err);
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     if (!job) return 2;
     rc = dir ? write_each(job, dir, err) : 0;
     if (merged && write_merged(job, merged, err)) rc = 2;

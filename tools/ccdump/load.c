@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "pickle.h"
 
 #define MAX_DEPTH 4 /* dumps/<job>/rank<r>.json is two below the dump directory */
 
@@ -34,8 +35,10 @@ int ccd_sniff(const char *path, char *err, size_t errlen)
     while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
         i++;
     if (i < n && (b[i] == '{' || b[i] == '[')) return CCD_KIND_JSON;
-    if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return CCD_KIND_PICKLE;
-    snprintf(err, errlen, n <= 0 ? "empty file" : "neither a ccomm ring file nor a JSON dump");
+    /* PROTO first: the reader names a protocol it does not read. */
+    if (n >= 1 && b[0] == 0x80) return CCD_KIND_PICKLE;
+    snprintf(err, errlen,
+             n <= 0 ? "empty file" : "neither a ccomm ring file nor a JSON dump, nor a pickle");
     return CCD_KIND_UNKNOWN;
 }
 
@@ -116,13 +119,22 @@ static int add_merged(ccd_job_t *job, json_t *doc, const char *path, uint64_t mt
     return n ? CCD_LOAD_OK : CCD_LOAD_BAD;
 }
 
-int ccd_load_json(ccd_job_t *job, const char *path, char *err, size_t errlen)
+json_t *ccd_read_doc(const char *path, int kind, char *err, size_t errlen)
 {
     size_t len = 0;
     char *buf = read_file(path, &len, err, errlen);
-    if (!buf) return CCD_LOAD_BAD;
-    json_t *doc = ccd_json_parse(buf, len, path, err, errlen);
+    if (!buf) return NULL;
+    json_t *doc = kind == CCD_KIND_PICKLE
+                      ? ccd_pickle_parse((const unsigned char *)buf, len, err, errlen)
+                      : ccd_json_parse(buf, len, path, err, errlen);
     free(buf);
+    return doc;
+}
+
+/* A JSON or pickle dump (or a merged document) into the job. */
+static int load_doc_file(ccd_job_t *job, const char *path, int kind, char *err, size_t errlen)
+{
+    json_t *doc = ccd_read_doc(path, kind, err, errlen);
     if (!doc) return CCD_LOAD_BAD;
     struct stat st;
     uint64_t mtime = 0;
@@ -132,6 +144,16 @@ int ccd_load_json(ccd_job_t *job, const char *path, char *err, size_t errlen)
                                                    : add_doc(job, doc, path, mtime, err, errlen);
     json_decref(doc);
     return rc;
+}
+
+int ccd_load_json(ccd_job_t *job, const char *path, char *err, size_t errlen)
+{
+    return load_doc_file(job, path, CCD_KIND_JSON, err, errlen);
+}
+
+int ccd_load_pickle(ccd_job_t *job, const char *path, char *err, size_t errlen)
+{
+    return load_doc_file(job, path, CCD_KIND_PICKLE, err, errlen);
 }
 
 /* ---- is the process still there? ------------------------------------------ */
@@ -198,13 +220,22 @@ static int flist_add(flist_t *l, const char *path)
     return (l->v[l->n] = strdup(path)) ? (l->n++, 0) : -1;
 }
 
+/* A directory walk: the files to load, and PyTorch-style "<prefix><rank>" candidates. */
+typedef struct walk {
+    flist_t *l;
+    flist_t bare;       /* names ending in a rank, prefix not yet known */
+    const char *prefix; /* -p, or NULL */
+    int tmp;            /* half-written dumps seen */
+} walk_t;
+
 /* The names ccomm and PyTorch give their files; ".tmp." files are half-written dumps. */
-static int wanted_name(const char *name)
+static int wanted_name(const char *name, const char *prefix)
 {
     size_t n = strlen(name);
     if (strstr(name, ".tmp.")) return 0;
     if (n > 5 && !strcmp(name + n - 5, ".ccfr")) return 1;
     if (n > 5 && !strcmp(name + n - 5, ".json")) return 1;
+    if (prefix) return strstr(name, prefix) && ccd_name_rank(name, prefix) >= 0;
     return strstr(name, "_rank_") && n && name[n - 1] >= '0' && name[n - 1] <= '9';
 }
 
@@ -213,7 +244,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int walk(flist_t *l, const char *dir, int depth, FILE *err, int *tmp)
+static int walk(walk_t *w, const char *dir, int depth, FILE *err)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -229,20 +260,52 @@ static int walk(flist_t *l, const char *dir, int depth, FILE *err, int *tmp)
         struct stat st;
         if (lstat(path, &st)) continue; /* links are not followed inside directories */
         if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH)
-            rc = walk(l, path, depth + 1, err, tmp);
-        else if (S_ISREG(st.st_mode) && wanted_name(de->d_name))
-            rc = flist_add(l, path);
+            rc = walk(w, path, depth + 1, err);
+        else if (S_ISREG(st.st_mode) && wanted_name(de->d_name, w->prefix))
+            rc = flist_add(w->l, path);
+        else if (S_ISREG(st.st_mode) && !w->prefix && ccd_bare_prefix(de->d_name))
+            rc = flist_add(&w->bare, path);
         else if (S_ISREG(st.st_mode) && strstr(de->d_name, ".json.tmp."))
-            (*tmp)++;
+            w->tmp++;
     }
     closedir(d);
     return rc;
 }
 
-char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
+/*
+ * PyTorch's analyzer infers the prefix when every file name ending in a rank
+ * has the same one: those are loaded; with several, none (-p chooses).
+ */
+static int take_bare(walk_t *w, const char *dir, FILE *err)
+{
+    const char *first = NULL, *other = NULL;
+    size_t plen = 0;
+    int rc = 0;
+    for (int i = 0; i < w->bare.n && !other; i++) {
+        const char *b = strrchr(w->bare.v[i], '/') + 1; /* walk() made path = dir/name */
+        size_t k = ccd_bare_prefix(b);
+        if (!first)
+            first = b, plen = k;
+        else if (k != plen || strncmp(first, b, k))
+            other = b;
+    }
+    if (other)
+        fprintf(err,
+                "ccdump: %s: files named <prefix><rank> with several prefixes (\"%.*s\", "
+                "\"%.*s\"): skipped; give -p PREFIX to read them\n",
+                dir, (int)plen, first, (int)ccd_bare_prefix(other), other);
+    for (int i = 0; i < w->bare.n && !rc; i++)
+        rc = other ? 0 : flist_add(w->l, w->bare.v[i]);
+    ccd_free_inputs(w->bare.v, w->bare.n);
+    memset(&w->bare, 0, sizeof(w->bare));
+    return rc;
+}
+
+char **ccd_find_inputs_p(char **paths, int n, const char *prefix, FILE *err, int *count)
 {
     flist_t l = {0};
-    int tmp = 0, rc = 0;
+    walk_t w = {.l = &l, .prefix = prefix};
+    int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         struct stat st;
         if (stat(paths[i], &st)) {
@@ -254,12 +317,16 @@ char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
             continue;
         }
         int first = l.n;
-        rc = walk(&l, paths[i], 1, err, &tmp);
+        rc = walk(&w, paths[i], 1, err);
+        if (!rc) rc = take_bare(&w, paths[i], err);
         if (l.n > first) qsort(l.v + first, (size_t)(l.n - first), sizeof(char *), cmp_str);
     }
-    if (tmp)
-        fprintf(err, "ccdump: note: %d half-written dump(s) (*.json.tmp.<pid>) skipped: their "
-                     "process ended while writing them\n", tmp);
+    ccd_free_inputs(w.bare.v, w.bare.n);
+    if (w.tmp)
+        fprintf(err,
+                "ccdump: note: %d half-written dump(s) (*.json.tmp.<pid>) skipped: their "
+                "process ended while writing them\n",
+                w.tmp);
     if (rc) {
         fprintf(err, "ccdump: out of memory listing the inputs\n");
         ccd_free_inputs(l.v, l.n);
@@ -268,6 +335,11 @@ char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
     }
     *count = l.n;
     return l.v;
+}
+
+char **ccd_find_inputs(char **paths, int n, FILE *err, int *count)
+{
+    return ccd_find_inputs_p(paths, n, NULL, err, count);
 }
 
 void ccd_free_inputs(char **files, int count)
@@ -286,13 +358,10 @@ static int load_one(ccd_job_t *job, const char *path, FILE *err)
     int kind = ccd_sniff(path, why, sizeof(why));
     job->nfiles++;
     if (kind == CCD_KIND_RING) rc = ccd_load_ring(job, path, &r, why, sizeof(why));
-    if (kind == CCD_KIND_JSON) {
-        rc = ccd_load_json(job, path, why, sizeof(why));
+    if (kind == CCD_KIND_JSON || kind == CCD_KIND_PICKLE) {
+        rc = load_doc_file(job, path, kind, why, sizeof(why));
         if (rc == CCD_LOAD_OK) return 0;
     }
-    if (kind == CCD_KIND_PICKLE)
-        snprintf(why, sizeof(why), "a Python pickle (PyTorch's default dump format): ccdump reads "
-                                   "JSON dumps; see docs/ccdump.md for the one-line conversion");
     if (rc == CCD_LOAD_OK) {
         if (r->src == CCD_SRC_RING) ccd_probe_process(r);
         if (!ccd_job_add(job, r)) return 0;
@@ -307,13 +376,19 @@ static int load_one(ccd_job_t *job, const char *path, FILE *err)
 
 ccd_job_t *ccd_load_inputs(char **paths, int n, FILE *err)
 {
+    return ccd_load_inputs_p(paths, n, NULL, err);
+}
+
+ccd_job_t *ccd_load_inputs_p(char **paths, int n, const char *prefix, FILE *err)
+{
     int count = -1;
-    char **files = ccd_find_inputs(paths, n, err, &count);
+    char **files = ccd_find_inputs_p(paths, n, prefix, err, &count);
     if (!count) {
         fprintf(err, "ccdump: no ring file or dump found in the input\n");
         return NULL;
     }
     ccd_job_t *job = files ? ccd_job_new() : NULL;
+    if (job) job->prefix = prefix;
     int rc = job ? 0 : -1;
     for (int i = 0; i < count && !rc; i++)
         rc = load_one(job, files[i], err);

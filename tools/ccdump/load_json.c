@@ -207,21 +207,13 @@ static void ccomm_process(ccd_rank_t *r, json_t *cc)
     r->ncorrupt = (uint32_t)json_array_size(json_object_get(cc, "corrupt"));
 }
 
-/* The world rank: "rank" (ccomm), else the digits that end the file name (PyTorch). */
-static int32_t doc_rank(json_t *doc, const char *path)
+/* The world rank: "rank" (ccomm), else from the file name as PyTorch names it. */
+static int32_t doc_rank(json_t *doc, const char *path, const char *prefix)
 {
     int32_t r = rank_or(doc, "rank");
     if (r >= 0 || !path) return r;
     const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n > 5 && !strcmp(base + n - 5, ".json")) n -= 5;
-    size_t d = 0;
-    while (d < n && d < 8 && isdigit((unsigned char)base[n - 1 - d]))
-        d++;
-    if (!d) return -1;
-    long v = strtol(base + n - d, NULL, 10);
-    return v < CCD_MAX_WORLD ? (int32_t)v : -1;
+    return ccd_name_rank(base ? base + 1 : path, prefix);
 }
 
 /* "nccl:send 0->1": the op's name and, for p2p, own and peer comm ranks. */
@@ -345,6 +337,9 @@ static int json_entry(ccd_job_t *job, ccd_rank_t *r, json_t *e, pgmap_t *pm)
         get_u64(json_object_get(e, "p2p_seq_id"), &pseq) || !pname ||
         parse_pname(pname, op, sizeof(op), &self, &peer))
         return 1;
+    /* `ccdump export --torch` writes PyTorch's op names; ccomm's own is kept here. */
+    const char *own = str_or(json_object_get(e, "ccomm"), "op", NULL);
+    if (own && *own && strlen(own) < sizeof(op)) snprintf(op, sizeof(op), "%s", own);
     int k = entry_pg(job, r, e, pm), id = k < 0 ? 0 : ccd_op_id(job, op);
     if (k == -1) return 1;
     if (k < -1 || id < 0) return -1;
@@ -502,7 +497,7 @@ int ccd_load_json_doc(ccd_job_t *job, json_t *doc, const char *path, ccd_rank_t 
     pgmap_t *pm = calloc(1, sizeof(*pm));
     if (!r || !pm || !(r->path = strdup(path ? path : "-"))) goto oom;
     r->src = ccomm ? CCD_SRC_CCOMM_JSON : CCD_SRC_TORCH_JSON;
-    r->rank = doc_rank(doc, path);
+    r->rank = doc_rank(doc, path, job->prefix);
     if (r->rank < 0) {
         snprintf(err, errlen, "no rank: the dump has no \"rank\" and its name does not end in one");
         free(pm);

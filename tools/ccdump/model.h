@@ -134,8 +134,9 @@ typedef struct ccd_job {
     ccd_names_t notes;  /* warnings about the input, for the report */
     uint32_t nfiles, nbad, ndup;
     char job_id[128];
-    uint64_t t_ref; /* the moment the record describes: latest time seen */
-    uint64_t t_min; /* earliest time seen */
+    const char *prefix; /* PyTorch file name prefix (-p; borrowed), NULL: inferred */
+    uint64_t t_ref;     /* the moment the record describes: latest time seen */
+    uint64_t t_min;     /* earliest time seen */
 } ccd_job_t;
 
 ccd_job_t *ccd_job_new(void);

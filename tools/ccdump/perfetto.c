@@ -39,7 +39,9 @@ static const char help[] =
     "  -o, --output FILE  the trace to write (- for standard output)\n"
     "  --rank LIST        only these ranks (e.g. 0-7,12)\n"
     "  --last N           only each rank's last N ops (big jobs: the UI holds 2-4x the\n"
-    "                     trace in memory and struggles past ~1 GB of JSON)\n";
+    "                     trace in memory and struggles past ~1 GB of JSON)\n"
+    "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
+    "                       (default: inferred from the names, as PyTorch's analyzer does)\n";
 
 int ccdump_perfetto(int argc, char **argv, FILE *out, FILE *err)
 {
@@ -47,9 +49,11 @@ int ccdump_perfetto(int argc, char **argv, FILE *out, FILE *err)
     unsigned long last = 0;
     char **files;
     int nfiles;
+    const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--output", "-o", CCD_OPT_STR, &path},
                               {"--rank", NULL, CCD_OPT_STR, &ranks},
                               {"--last", NULL, CCD_OPT_UINT, &last},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
@@ -63,7 +67,7 @@ int ccdump_perfetto(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "ccdump: --rank: bad rank list \"%s\"\n", ranks);
         return 2;
     }
-    ccd_job_t *job = ccd_load_inputs(files, nfiles, err);
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     ccd_index_t *ix = job ? ccd_index_build(job) : NULL;
     FILE *f = !ix ? NULL : strcmp(path, "-") ? fopen(path, "w") : out;
     if (ix && !f) fprintf(err, "ccdump: cannot create %s: %s\n", path, strerror(errno));

@@ -20,7 +20,9 @@ static const char help[] =
     "  --rank LIST   only these world ranks (e.g. 0,3,8-15)\n"
     "  --comm NAME   only this communicator (its name, e.g. world, or its id)\n"
     "  --last N      the last N ops per rank and communicator (default 20)\n"
-    "  --all         every op\n";
+    "  --all         every op\n"
+    "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
+    "                       (default: inferred from the names, as PyTorch's analyzer does)\n";
 
 typedef struct show_opts {
     int32_t *ranks;
@@ -142,10 +144,12 @@ int ccdump_show(int argc, char **argv, FILE *out, FILE *err)
     const char *ranks = NULL;
     char **files;
     int nfiles;
+    const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--rank", NULL, CCD_OPT_STR, &ranks},
                               {"--comm", NULL, CCD_OPT_STR, &o.comm},
                               {"--last", NULL, CCD_OPT_UINT, &o.last},
                               {"--all", NULL, CCD_OPT_FLAG, &o.all},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
@@ -154,7 +158,7 @@ int ccdump_show(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "ccdump: --rank: bad rank list \"%s\"\n", ranks);
         return 2;
     }
-    ccd_job_t *job = ccd_load_inputs(files, nfiles, err);
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     if (!job) {
         free(o.ranks);
         return 2;

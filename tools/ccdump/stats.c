@@ -21,7 +21,9 @@ static const char help[] =
     "\n"
     "options:\n"
     "  --comm NAME   only this communicator (name or id)\n"
-    "  --json        a JSON array instead of the table\n";
+    "  --json        a JSON array instead of the table\n"
+    "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
+    "                       (default: inferred from the names, as PyTorch's analyzer does)\n";
 
 typedef struct sample {
     uint32_t g;
@@ -140,13 +142,15 @@ int ccdump_stats(int argc, char **argv, FILE *out, FILE *err)
     int as_json = 0, first = 1;
     char **files;
     int nfiles;
+    const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--comm", NULL, CCD_OPT_STR, &comm},
                               {"--json", NULL, CCD_OPT_FLAG, &as_json},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
     if (rc) return rc == 1 ? 0 : 2;
-    ccd_job_t *job = ccd_load_inputs(files, nfiles, err);
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     if (!job) return 2;
     size_t n;
     sample_t *s = collect(job, comm, &n);

@@ -8,8 +8,8 @@
  *    structure Perfetto's JSON importer expects (see check_trace);
  *  - a hung job (rank 2 never enters an allreduce): the verdict is the same
  *    from the rings, from `ccdump json`'s ccomm dumps, and from the same
- *    dumps stripped to PyTorch's keys and names; its trace has timeout and
- *    abort markers;
+ *    dumps stripped to PyTorch's keys and names, and from the pickles of
+ *    `ccdump export --torch`; its trace has timeout and abort markers;
  *  - a rank killed inside an allreduce: the verdict says so, and its slice
  *    stays open to the end of the record.
  */
@@ -254,6 +254,18 @@ static void test_hung_job(void **state)
     assert_int_equal(first_culprit(r), 2);
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "verdict"), "op")), "all_reduce");
     json_decref(r);
+
+    /* ccomm -> PyTorch's pickles (export --torch) -> ccdump: the rings' diagnosis. */
+    json_t *rings = diagnose_json(dir, 1);
+    snprintf(path, sizeof(path), "%s/pickles", dir);
+    assert_int_equal(run(&out, 5, "export", dir, "--torch", path), 0);
+    free(out);
+    r = diagnose_json(path, 1);
+    assert_int_equal(first_culprit(r), 2);
+    assert_string_equal(verdict_kind(r), verdict_kind(rings));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "verdict"), "op")), "all_reduce");
+    json_decref(r);
+    json_decref(rings);
 
     snprintf(path, sizeof(path), "%s/trace.json", dir);
     assert_int_equal(run(&out, 5, "perfetto", dir, "-o", path), 0);

@@ -1,0 +1,438 @@
+/*
+ * export.c - `ccdump export --torch DIR`: each rank's record as the pickle
+ * PyTorch's flight recorder writes (REFERENCE.md), so that PyTorch's
+ * analyzer (fr_trace / torchfrtrace, which loads pickles only) reads ccomm
+ * jobs. The record's JSON dump (a ring is converted as `ccdump json` does)
+ * is rewritten with PyTorch's types: ints as ints (pg_status too),
+ * process_group a tuple, pg_config ranks the string "[0, 1]", frames a list
+ * of {name, filename, line}, unknown discovery times None, "entries" always
+ * present. PyTorch's analyzer accepts only its own backends and op names in
+ * profiling_name, so ccomm's "ccomm:<op>" becomes "nccl:<PyTorch's op>";
+ * ccomm's own name stays under the entry's "ccomm" key (with the rest of
+ * ccomm's keys, which the analyzer ignores and ccdump reads back).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ccdump.h"
+#include "load.h"
+#include "pickle.h"
+
+#define DEFAULT_PREFIX "nccl_trace_rank_"
+
+static const char help[] =
+    "usage: ccdump export --torch DIR [-p PREFIX] FILE|DIR...\n"
+    "Write each rank's record as a pickle that PyTorch's flight recorder analyzer\n"
+    "reads (python -m torch.distributed.flight_recorder.fr_trace DIR, or torchfrtrace):\n"
+    "DIR/<PREFIX><rank>, PyTorch's keys and types (version 2.x), one file per rank.\n"
+    "Inputs are ccomm rings, ccomm JSON dumps and PyTorch / torchcomms dumps (JSON or\n"
+    "pickle). ccomm's op names become PyTorch's (\"ccomm:barrier\" is written\n"
+    "\"nccl:all_reduce_barrier\", the _v and _bytes variants their plain names);\n"
+    "ccomm's own keys stay under \"ccomm\" (the analyzer ignores them; ccdump reads\n"
+    "them back).\n"
+    "\n"
+    "options:\n"
+    "  --torch DIR          the directory to write (created)\n"
+    "  -p, --prefix PREFIX  the file name prefix (default " DEFAULT_PREFIX ";\n"
+    "                       torchcomms writes comm_lib_trace_rank_)\n"
+    "  --in-prefix PREFIX   in input directories, PyTorch dumps are the files named\n"
+    "                       PREFIX<rank> (default: inferred from the names)\n";
+
+/* ccomm op names as PyTorch's analyzer knows them (its COLLECTIVES and P2P sets). */
+static const char *torch_op(const char *op)
+{
+    static const char *const map[][2] = {{"barrier", "all_reduce_barrier"},
+                                         {"monitored_barrier", "all_reduce_barrier"},
+                                         {"all_gather_v", "all_gather"},
+                                         {"all_gather_bytes", "all_gather"},
+                                         {"reduce_scatter_v", "reduce_scatter"},
+                                         {"all_to_all_v", "all_to_all"},
+                                         {"gather_v", "gather"},
+                                         {"gather_bytes", "gather"},
+                                         {"scatter_v", "scatter"},
+                                         {"scatter_bytes", "scatter"},
+                                         {"broadcast_bytes", "broadcast"},
+                                         {"send_bytes", "send"},
+                                         {"recv_bytes", "recv"},
+                                         {"batch_op_issue", "coalesced"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(op, map[i][0])) return map[i][1];
+    return op;
+}
+
+static void put_key(ccd_pkw_t *w, const char *k)
+{
+    ccd_pkw_str(w, k, strlen(k));
+}
+
+/* An int from a JSON integer, real or decimal string; dflt otherwise. */
+static int64_t as_int(const json_t *v, int64_t dflt)
+{
+    if (json_is_integer(v)) return (int64_t)json_integer_value(v);
+    if (json_is_real(v) && json_real_value(v) > -9e18 && json_real_value(v) < 9e18)
+        return (int64_t)json_real_value(v);
+    const char *s = json_string_value(v);
+    char *end;
+    if (!s || !*s) return dflt;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    return *end || errno ? dflt : (int64_t)x;
+}
+
+static void put_str_or(ccd_pkw_t *w, const json_t *v, const char *dflt)
+{
+    const char *s = json_string_value(v);
+    if (s)
+        ccd_pkw_str(w, s, json_string_length(v));
+    else
+        put_key(w, dflt);
+}
+
+/* "ccomm:barrier 0->1" as "nccl:all_reduce_barrier 0->1"; other backends as they are. */
+static void put_pname(ccd_pkw_t *w, const char *p)
+{
+    if (strncmp(p, "ccomm:", 6)) {
+        put_key(w, p);
+        return;
+    }
+    char op[64], out[160];
+    size_t n = strcspn(p + 6, " ");
+    snprintf(op, sizeof(op), "%.*s", (int)(n < sizeof(op) ? n : sizeof(op) - 1), p + 6);
+    snprintf(out, sizeof(out), "nccl:%s%s", torch_op(op), p + 6 + n);
+    put_key(w, out);
+}
+
+/* [[int, ...], ...] with every size an int. */
+static void put_sizes(ccd_pkw_t *w, const json_t *v)
+{
+    size_t i, j;
+    json_t *t, *d;
+    ccd_pkw_mark(w);
+    json_array_foreach(v, i, t)
+    {
+        ccd_pkw_mark(w);
+        json_array_foreach(t, j, d) ccd_pkw_int(w, as_int(d, 0));
+        ccd_pkw_list_end(w);
+    }
+    ccd_pkw_list_end(w);
+}
+
+static void put_frames(ccd_pkw_t *w, const json_t *v)
+{
+    size_t i;
+    json_t *f;
+    ccd_pkw_mark(w);
+    json_array_foreach(v, i, f)
+    {
+        ccd_pkw_mark(w);
+        put_key(w, "name");
+        put_str_or(w, json_object_get(f, "name"), "");
+        put_key(w, "filename");
+        put_str_or(w, json_object_get(f, "filename"), "");
+        put_key(w, "line");
+        ccd_pkw_int(w, as_int(json_object_get(f, "line"), 0));
+        ccd_pkw_dict_end(w);
+    }
+    ccd_pkw_list_end(w);
+}
+
+/* The keys of one entry PyTorch writes, in its order, with its types. */
+static const char *const int_keys[] = {"record_id",  "pg_id", "collective_seq_id",
+                                       "p2p_seq_id", "op_id", "time_created_ns",
+                                       "timeout_ms"};
+
+static int known_key(const char *k)
+{
+    static const char *const other[] = {"process_group",
+                                        "thread_id",
+                                        "thread_name",
+                                        "profiling_name",
+                                        "duration_ms",
+                                        "input_sizes",
+                                        "input_dtypes",
+                                        "output_sizes",
+                                        "output_dtypes",
+                                        "state",
+                                        "time_discovered_started_ns",
+                                        "time_discovered_completed_ns",
+                                        "retired",
+                                        "is_p2p",
+                                        "frames"};
+    for (size_t i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++)
+        if (!strcmp(k, int_keys[i])) return 1;
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+        if (!strcmp(k, other[i])) return 1;
+    return 0;
+}
+
+/* ccomm's per-entry keys plus "op", ccomm's own op name (the profiling name is PyTorch's). */
+static int put_ccomm(ccd_pkw_t *w, const json_t *x, const char *pname)
+{
+    json_t *c = json_is_object(x) ? json_deep_copy(x) : json_object();
+    const char *colon = strchr(pname, ':');
+    if (!c) return -1;
+    if (colon && !strncmp(pname, "ccomm:", 6))
+        json_object_set_new(c, "op", json_stringn(colon + 1, strcspn(colon + 1, " ")));
+    int rc = ccd_pkw_json(w, c);
+    json_decref(c);
+    return rc;
+}
+
+static int put_times(ccd_pkw_t *w, const json_t *e)
+{
+    static const char *const t[] = {"time_discovered_started_ns", "time_discovered_completed_ns"};
+    for (int i = 0; i < 2; i++) {
+        int64_t v = as_int(json_object_get(e, t[i]), 0);
+        put_key(w, t[i]);
+        if (v > 0)
+            ccd_pkw_int(w, v);
+        else
+            ccd_pkw_none(w); /* PyTorch's pickle: None when not known */
+    }
+    return 0;
+}
+
+/* input_sizes, input_dtypes, output_sizes, output_dtypes: lists, [] when absent. */
+static int put_tensors(ccd_pkw_t *w, const json_t *e)
+{
+    json_t *x;
+    static const char *const lists[] = {"input_sizes", "input_dtypes", "output_sizes",
+                                        "output_dtypes"};
+    for (int i = 0; i < 4; i++) {
+        put_key(w, lists[i]);
+        x = json_object_get(e, lists[i]);
+        if (i % 2 == 0) {
+            put_sizes(w, x);
+        } else if (json_is_array(x)) {
+            if (ccd_pkw_json(w, x)) return -1;
+        } else {
+            ccd_pkw_mark(w);
+            ccd_pkw_list_end(w);
+        }
+    }
+    return 0;
+}
+
+static int put_entry(ccd_pkw_t *w, const json_t *e)
+{
+    const json_t *pg = json_object_get(e, "process_group"), *x;
+    const char *pname = json_string_value(json_object_get(e, "profiling_name")), *k;
+    if (!json_is_object(e)) return ccd_pkw_json(w, e);
+    ccd_pkw_mark(w);
+    for (size_t i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++) {
+        put_key(w, int_keys[i]);
+        ccd_pkw_int(w, as_int(json_object_get(e, int_keys[i]), i == 1 ? -1 : 0));
+    }
+    put_key(w, "process_group");
+    ccd_pkw_mark(w);
+    put_str_or(w, json_array_get(pg, 0), "");
+    put_str_or(w, json_array_get(pg, 1), "");
+    ccd_pkw_tuple_end(w);
+    put_key(w, "thread_id");
+    if (json_is_integer(json_object_get(e, "thread_id"))) {
+        char tid[24];
+        snprintf(tid, sizeof(tid), "%lld", (long long)as_int(json_object_get(e, "thread_id"), 0));
+        put_key(w, tid);
+    } else {
+        put_str_or(w, json_object_get(e, "thread_id"), "");
+    }
+    put_key(w, "thread_name");
+    put_str_or(w, json_object_get(e, "thread_name"), "");
+    put_key(w, "profiling_name");
+    put_pname(w, pname ? pname : "");
+    if ((x = json_object_get(e, "duration_ms")) && json_is_number(x)) {
+        put_key(w, "duration_ms");
+        ccd_pkw_float(w, json_number_value(x));
+    }
+    if (put_tensors(w, e)) return -1;
+    put_key(w, "state");
+    put_str_or(w, json_object_get(e, "state"), "scheduled");
+    put_times(w, e);
+    put_key(w, "retired");
+    ccd_pkw_bool(w, json_is_true(json_object_get(e, "retired")));
+    put_key(w, "is_p2p");
+    ccd_pkw_bool(w, json_is_true(json_object_get(e, "is_p2p")));
+    put_key(w, "frames");
+    put_frames(w, json_object_get(e, "frames"));
+    json_object_foreach((json_t *)e, k, x)
+    {
+        if (known_key(k)) continue;
+        put_key(w, k);
+        if (!strcmp(k, "ccomm") ? put_ccomm(w, x, pname ? pname : "") : ccd_pkw_json(w, x))
+            return -1;
+    }
+    if (!json_object_get(e, "ccomm") && pname && !strncmp(pname, "ccomm:", 6)) {
+        put_key(w, "ccomm");
+        if (put_ccomm(w, NULL, pname)) return -1;
+    }
+    ccd_pkw_dict_end(w);
+    return 0;
+}
+
+/* pg_config: {name: {name, desc, ranks}}, ranks as PyTorch's string "[0, 1]". */
+static int put_pg_config(ccd_pkw_t *w, const json_t *cfg)
+{
+    const char *k;
+    json_t *pg;
+    ccd_pkw_mark(w);
+    json_object_foreach((json_t *)cfg, k, pg)
+    {
+        json_t *ranks = json_object_get(pg, "ranks");
+        put_key(w, k);
+        if (!json_is_array(ranks)) {
+            if (ccd_pkw_json(w, pg)) return -1;
+            continue;
+        }
+        json_t *c = json_deep_copy(pg), *x;
+        char *txt = NULL;
+        size_t len = 0, i;
+        FILE *f = open_memstream(&txt, &len);
+        if (!c || !f) {
+            if (f) fclose(f);
+            free(txt);
+            json_decref(c);
+            return -1;
+        }
+        fputc('[', f);
+        json_array_foreach(ranks, i, x)
+            fprintf(f, "%s%lld", i ? ", " : "", (long long)as_int(x, -1));
+        fputc(']', f);
+        fclose(f);
+        json_object_set_new(c, "ranks", json_string(txt));
+        free(txt);
+        int rc = ccd_pkw_json(w, c);
+        json_decref(c);
+        if (rc) return -1;
+    }
+    ccd_pkw_dict_end(w);
+    return 0;
+}
+
+/* pg_status: {pg_id: {last_*_collective: int}} (PyTorch's JSON writes strings). */
+static void put_pg_status(ccd_pkw_t *w, const json_t *st)
+{
+    const char *k, *k2;
+    json_t *v, *x;
+    ccd_pkw_mark(w);
+    json_object_foreach((json_t *)st, k, v)
+    {
+        put_key(w, k);
+        ccd_pkw_mark(w);
+        json_object_foreach(v, k2, x)
+        {
+            put_key(w, k2);
+            ccd_pkw_int(w, as_int(x, 0));
+        }
+        ccd_pkw_dict_end(w);
+    }
+    ccd_pkw_dict_end(w);
+}
+
+/* The pickle of one rank's dump document. */
+static int put_doc(ccd_pkw_t *w, const json_t *doc)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+    ccd_pkw_start(w);
+    ccd_pkw_mark(w);
+    put_key(w, "version");
+    put_str_or(w, json_object_get(doc, "version"), "2.10");
+    put_key(w, "pg_config");
+    if (put_pg_config(w, json_object_get(doc, "pg_config"))) return -1;
+    put_key(w, "pg_status");
+    put_pg_status(w, json_object_get(doc, "pg_status"));
+    put_key(w, "entries"); /* PyTorch's analyzer needs the key, even with no entry */
+    ccd_pkw_mark(w);
+    json_array_foreach(json_object_get(doc, "entries"), i, x) if (put_entry(w, x)) return -1;
+    ccd_pkw_list_end(w);
+    json_object_foreach((json_t *)doc, k, x)
+    {
+        static const char *const done[] = {"version", "pg_config", "pg_status", "entries"};
+        int skip = 0;
+        for (size_t j = 0; j < 4; j++)
+            skip |= !strcmp(k, done[j]);
+        if (skip) continue;
+        put_key(w, k);
+        if (ccd_pkw_json(w, x)) return -1;
+    }
+    ccd_pkw_dict_end(w);
+    ccd_pkw_stop(w);
+    return w->oom ? -1 : 0;
+}
+
+/* Write the buffer to path through a temporary file: a reader sees all of it or none. */
+static int write_atomic(const char *path, const ccd_pkw_t *w, FILE *err)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(w->buf, 1, w->len, f) != w->len || fclose(f)) {
+        fprintf(err, "ccdump: %s: cannot write: %s\n", tmp, strerror(errno));
+        if (f) unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path)) {
+        fprintf(err, "ccdump: %s: cannot rename into place: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int export_rank(const ccd_rank_t *r, const char *dir, const char *prefix, FILE *err)
+{
+    char why[512] = "", path[PATH_MAX];
+    json_t *doc = ccd_rank_doc(r, why, sizeof(why));
+    if (!doc) {
+        fprintf(err, "ccdump: rank %d: %s\n", r->rank, why);
+        return -1;
+    }
+    ccd_pkw_t w;
+    int rc = put_doc(&w, doc);
+    json_decref(doc);
+    if (rc) fprintf(err, "ccdump: rank %d: out of memory or a document nested too deep\n", r->rank);
+    if (snprintf(path, sizeof(path), "%s/%s%d", dir, prefix, r->rank) >= (int)sizeof(path)) {
+        fprintf(err, "ccdump: %s: path too long\n", dir);
+        rc = -1;
+    }
+    if (!rc) rc = write_atomic(path, &w, err);
+    ccd_pkw_free(&w);
+    return rc;
+}
+
+int ccdump_export(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *dir = NULL, *prefix = DEFAULT_PREFIX, *in_prefix = NULL;
+    char **files;
+    int nfiles, bad = 0;
+    const ccd_opt_t opts[] = {{"--torch", NULL, CCD_OPT_STR, &dir},
+                              {"--prefix", "-p", CCD_OPT_STR, &prefix},
+                              {"--in-prefix", NULL, CCD_OPT_STR, &in_prefix},
+                              {NULL, NULL, 0, NULL}};
+    int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
+    if (rc == 1) fputs(help, out);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (!dir) {
+        fprintf(err, "ccdump export: give --torch DIR (the only format it writes)\n");
+        return 2;
+    }
+    if (strchr(prefix, '/') || !*prefix) {
+        fprintf(err, "ccdump export: -p \"%s\": a file name prefix (no '/', not empty)\n", prefix);
+        return 2;
+    }
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        fprintf(err, "ccdump: cannot create %s: %s\n", dir, strerror(errno));
+        return 2;
+    }
+    ccd_job_t *job = ccd_load_inputs_p(files, nfiles, in_prefix, err);
+    if (!job) return 2;
+    for (int32_t r = 0; r < job->world_size; r++)
+        if (job->rank[r]) bad |= export_rank(job->rank[r], dir, prefix, err) != 0;
+    ccd_job_free(job);
+    return bad ? 2 : 0;
+}
