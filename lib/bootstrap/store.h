@@ -48,6 +48,8 @@ cc_status_t cc__store_server_start(const char *host, int port, const char *job_k
                                    cc__store_server_t **out);
 /* The port it listens on (useful with port 0). */
 int cc__store_server_port(const cc__store_server_t *server);
+/* How many clients are connected now (any thread). */
+size_t cc__store_server_clients(cc__store_server_t *server);
 /* Stop the thread, close every connection, free everything. NULL is ignored. */
 void cc__store_server_stop(cc__store_server_t *server);
 

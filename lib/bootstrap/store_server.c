@@ -58,6 +58,7 @@ void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
+    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
     if (!c->authed) s->nunauth--;
     /* Leave the epoll set explicitly: close() alone does not when a forked child still holds
      * the descriptor, and a stale event would then carry a pointer to freed memory. */
@@ -265,6 +266,7 @@ static void conn_new(struct cc__store_server *s, int fd, const struct sockaddr *
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     s->nconns++;
+    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
     s->nunauth++;
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s connected (%zu connections)", s->name,
                  c->addr, s->nconns);
@@ -501,6 +503,11 @@ cc_status_t cc__store_server_start(const char *host, int port, const char *job_k
 int cc__store_server_port(const cc__store_server_t *server)
 {
     return server ? server->port : -1;
+}
+
+size_t cc__store_server_clients(cc__store_server_t *server)
+{
+    return server ? atomic_load_explicit(&server->clients, memory_order_relaxed) : 0;
 }
 
 void cc__store_server_stop(cc__store_server_t *server)

@@ -11,6 +11,7 @@
 #define CC_BOOTSTRAP_STORE_SERVER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bootstrap/store_proto.h"
@@ -62,6 +63,7 @@ struct cc__store_server {
     struct cc__kv kv;
     struct srv_conn *conns, *parked, *graveyard;
     size_t nconns, nunauth;
+    _Atomic size_t clients; /* nconns, for other threads (cc__store_server_clients) */
     uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
 };
 

@@ -50,6 +50,9 @@
       0)                                                                                           \
     X(CONNECT_TIMEOUT, connect_timeout, INT, "60",                                                 \
       "Seconds to wait for the store and for peers while a communicator is created.", 0)           \
+    X(STORE_LINGER, store_linger, INT, "10",                                                       \
+      "Seconds the rank that hosts the store waits, when its last communicator goes, for the "     \
+      "other ranks to disconnect (they may still be creating or destroying communicators).", 0)    \
     X(SOCKET_ADDR, socket_addr, STR, "",                                                           \
       "IP address that peers use to reach this rank over TCP; default: the local address of the " \
       "connection to the store.",                                                                  \

@@ -210,10 +210,32 @@ fail:
     return st;
 }
 
+/*
+ * The rank that hosts the store keeps it up until the other ranks have let go
+ * of it (bounded by CCOMM_STORE_LINGER): a rank that finishes first must not
+ * pull the store from under peers that still split, create or destroy
+ * communicators through it.
+ */
+static void linger(cc__world_t *w)
+{
+    uint64_t start = cc__now_ns(), limit = (uint64_t)cc__cfg()->store_linger * 1000000000ull;
+    size_t n = cc__store_server_clients(w->server);
+    if (!n) return;
+    cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store: waiting up to %lld s for %zu rank(s) to disconnect",
+                 (long long)cc__cfg()->store_linger, n);
+    while ((n = cc__store_server_clients(w->server)) > 0 && cc__now_ns() - start < limit)
+        usleep(10000);
+    if (n)
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP, "store: stopping with %zu rank(s) still connected after "
+                    "%lld s (CCOMM_STORE_LINGER): their next store call fails",
+                    n, (long long)cc__cfg()->store_linger);
+}
+
 void cc__world_release(cc__world_t *w)
 {
     if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
     cc__store_close(w->store);
+    if (w->server) linger(w);
     cc__store_server_stop(w->server);
     free(w);
 }

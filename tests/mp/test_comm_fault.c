@@ -8,6 +8,8 @@
  *    CC_ERR_TIMEOUT and their communicator reports it;
  *  - cc_comm_abort from another thread ends a blocked op with CC_ERR_ABORTED.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -177,12 +180,55 @@ static void test_abort(void **s)
     assert_int_equal(cc_test_fork_ranks(2, abort_rank, NULL, 60, envs, NULL), 0);
 }
 
+/*
+ * Rank 0 hosts the store (its address is a port nobody listens on) and is
+ * done first; rank 1 then makes a communicator of itself, which goes through
+ * the store (as a solo split child of NCCL's interposer does): rank 0's
+ * destroy waits for it to let go (CCOMM_STORE_LINGER) instead of pulling the
+ * store from under it.
+ */
+static int host_leaves_first(int rank, int size, const char *addr, void *arg)
+{
+    (void)addr;
+    cc_comm_t *comm = NULL, *child = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, (const char *)arg, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    if (rank == 0) {
+        CC_TEST_REQUIRE(cc_comm_destroy(comm) == CC_OK, "destroy");
+        return 0;
+    }
+    usleep(300000); /* rank 0 is in its destroy by now */
+    const int me[1] = {1};
+    cc_status_t st = cc_comm_create_group(comm, me, 1, NULL, &child);
+    CC_TEST_REQUIRE(st == CC_OK, "a group of one after the host left: %s", cc_status_name(st));
+    CC_TEST_REQUIRE(cc_comm_size(child) == 1, "child size %d", cc_comm_size(child));
+    cc_comm_destroy(child);
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void test_store_host_leaves_first(void **s)
+{
+    (void)s;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    close(fd); /* free again: rank 0 binds it */
+    const char *envs[] = {"CCOMM_LOG_LEVEL=WARN", NULL};
+    assert_int_equal(cc_test_fork_ranks(2, host_leaves_first, addr, 60, envs, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_shm),    cmocka_unit_test(test_kill_tcp),
         cmocka_unit_test(test_cascade_shm), cmocka_unit_test(test_cascade_tcp),
         cmocka_unit_test(test_timeout),     cmocka_unit_test(test_abort),
+        cmocka_unit_test(test_store_host_leaves_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
