@@ -71,6 +71,8 @@ static int killed_mid(int rank, int size, const char *addr, void *arg)
     TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: rank %d got %s", (const char *)arg, rank,
                cc_status_name(st));
     TC_REQUIRE(dt < 20, "took %.1f s", dt);
+    free(a);
+    free(b);
     cc_comm_destroy(comm);
     return 0;
 }
@@ -89,6 +91,8 @@ static int killed_before(int rank, int size, const char *addr, void *arg)
     cc_status_t st = cc_allreduce(comm, a, b, n, CC_FLOAT32, CC_SUM, NULL, NULL);
     TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: got %s", (const char *)arg, cc_status_name(st));
     TC_REQUIRE(now_s() - t0 < 20, "took %.1f s", now_s() - t0);
+    free(a);
+    free(b);
     cc_comm_destroy(comm);
     return 0;
 }
@@ -131,6 +135,8 @@ static int late_rank(int rank, int size, const char *addr, void *arg)
         TC_REQUIRE(now_s() - t0 < 1.9, "took %.2f s", now_s() - t0);
         TC_REQUIRE(cc_comm_get_error(comm) == CC_ERR_TIMEOUT, "comm error");
     }
+    free(a);
+    free(b);
     cc_comm_destroy(comm);
     return 0;
 }
@@ -165,6 +171,8 @@ static int abort_rank(int rank, int size, const char *addr, void *arg)
         TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: peer of the aborted rank got %s",
                    (const char *)arg, cc_status_name(st));
     }
+    free(a);
+    free(b);
     cc_comm_destroy(comm);
     return 0;
 }
@@ -186,6 +194,8 @@ static int mismatch_rank(int rank, int size, const char *addr, void *arg)
         st = cc_allreduce(comm, a, b, n + (size_t)(which ? 0 : rank), CC_FLOAT32, CC_SUM, NULL,
                           NULL);
     TC_REQUIRE(st == CC_ERR_MISMATCH, "%s: got %s", (const char *)arg, cc_status_name(st));
+    free(a);
+    free(b);
     cc_comm_destroy(comm);
     return 0;
 }
