@@ -16,7 +16,7 @@ PACKAGES=(build-essential cmake pkg-config python3 iproute2 procps psmisc
           liblttng-ust-dev lttng-tools babeltrace2
           openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev)
 
-say() { printf '\n== %s\n' "$*"; }
+say() { printf '\n== [%4d s] %s\n' "$SECONDS" "$*"; }
 
 install_deps() {
     local missing=()
