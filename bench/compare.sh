@@ -7,13 +7,14 @@
 # ratio Open MPI time / ccomm time, i.e. ccomm/Open MPI busbw (> 1: ccomm is
 # faster). The machine is noisy: only figures from one run are comparable.
 #
-#   bench/compare.sh                 full run (about 50 minutes on 2 busy cores)
+#   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
 #   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
 #   bench/compare.sh --colls "allreduce broadcast" --ranks 2 --transports shm --launches 5
 #
 # Options: --build DIR (default build), --launches N, --colls LIST, --ranks LIST,
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
-# --out FILE (also write the markdown table there), --keep (keep raw results).
+# --out FILE (also write the markdown table there), --keep (keep raw results),
+# --budget BYTES (per size and placement, default 256M; 64M quarters a run).
 # Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
 # with apt-get when mpicc is missing.
 set -eu
@@ -40,9 +41,10 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift ;;
     --transports) TRANSPORTS=$2; shift ;;
     --max) MAX=$2; shift ;;
+    --budget) BUDGET=$2; shift ;;
     --out) OUT=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -110,7 +112,7 @@ both() { # launch transport ranks coll -b -e -f iters warmup
 }
 
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS" >&2
+echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
     for tp in $TRANSPORTS; do
         for n in $RANKS; do
