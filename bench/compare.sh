@@ -4,16 +4,17 @@
 # Both run alternately in the same run (the order flips every launch), for
 # each collective, rank count and transport, several launches each; the
 # summary gives per size the median time and bus bandwidth of each, and the
-# ratio ccomm/Open MPI of bus bandwidth (> 1: ccomm is faster). The machine
-# is noisy: only figures from one run are comparable.
+# ratio Open MPI time / ccomm time, i.e. ccomm/Open MPI busbw (> 1: ccomm is
+# faster). The machine is noisy: only figures from one run are comparable.
 #
-#   bench/compare.sh                 full run (about 10-20 minutes on 2 cores)
+#   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
 #   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
 #   bench/compare.sh --colls "allreduce broadcast" --ranks 2 --transports shm --launches 5
 #
 # Options: --build DIR (default build), --launches N, --colls LIST, --ranks LIST,
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
-# --out FILE (also write the markdown table there), --keep (keep raw results).
+# --out FILE (also write the markdown table there), --keep (keep raw results),
+# --budget BYTES (per size and placement, default 256M; 64M quarters a run).
 # Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
 # with apt-get when mpicc is missing.
 set -eu
@@ -40,9 +41,10 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift ;;
     --transports) TRANSPORTS=$2; shift ;;
     --max) MAX=$2; shift ;;
+    --budget) BUDGET=$2; shift ;;
     --out) OUT=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -110,7 +112,7 @@ both() { # launch transport ranks coll -b -e -f iters warmup
 }
 
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS" >&2
+echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
     for tp in $TRANSPORTS; do
         for n in $RANKS; do
@@ -135,8 +137,8 @@ for line in open(sys.argv[1]):
     rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw)))
 keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
 print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
-      "ratio = ccomm busbw / Open MPI busbw (> 1: ccomm faster; for 8-byte rows, time ratio "
-      "Open MPI / ccomm).\n")
+      "ratio = Open MPI time / ccomm time = ccomm busbw / Open MPI busbw "
+      "(> 1: ccomm faster).\n")
 print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
       "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -145,7 +147,9 @@ def med(v, i):
 for k in keys:
     cc, om = rows.get(k + ("ccomm",), []), rows.get(k + ("ompi",), [])
     ct, cb, ot, ob = med(cc, 0), med(cc, 1), med(om, 0), med(om, 1)
-    ratio = (ot / ct if ct > 0 else float("nan")) if k[3] <= 8 or ob == 0 else cb / ob
+    # Same size, same bus factor: the time ratio is the busbw ratio, without the rounding of
+    # mpi_bench's two-decimal busbw (0.00 below about 10 KB).
+    ratio = ot / ct if ct > 0 else float("nan")
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {ct:.2f} | {cb:.3f} | {ot:.2f} | {ob:.3f} "
           f"| {ratio:.2f} |")
 EOF

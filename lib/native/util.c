@@ -92,9 +92,12 @@ cc__req_t *cc__native_reqs(cc__native_t *nc, int n)
             cc__native_settle(nc, CC_ERR_INTERNAL);
             break;
         }
-    if (n > nc->reqs_cap) {
-        cc__req_t *r = realloc(nc->reqs, (size_t)n * sizeof(*r));
-        cc__req_t **p = r ? realloc(nc->reqp, (size_t)n * sizeof(*p)) : NULL;
+    /* At least one: callers with nothing to post (a tree's root on one rank) get a
+     * non-NULL pool, and NULL keeps meaning out of memory. */
+    int want = n > 0 ? n : 1;
+    if (want > nc->reqs_cap) {
+        cc__req_t *r = realloc(nc->reqs, (size_t)want * sizeof(*r));
+        cc__req_t **p = r ? realloc(nc->reqp, (size_t)want * sizeof(*p)) : NULL;
         if (r) nc->reqs = r;
         if (!p) {
             cc_log_error(CC_SUBSYS_COLL, "out of memory for %d requests on communicator %s", n,
@@ -102,7 +105,7 @@ cc__req_t *cc__native_reqs(cc__native_t *nc, int n)
             return NULL;
         }
         nc->reqp = p;
-        nc->reqs_cap = n;
+        nc->reqs_cap = want;
     }
     memset(nc->reqs, 0, (size_t)n * sizeof(*nc->reqs));
     nc->nreqs = n;

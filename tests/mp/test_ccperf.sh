@@ -1,5 +1,6 @@
 #!/bin/sh
 # test_ccperf.sh CASE CCRUN CCPERF - one test of ccperf (correctness only, never speed).
+#   sweep1           every collective on 1 rank (rooted trees with no child to wait for)
 #   sweep2, sweep4   every collective over a short sweep on 2 / 4 ranks (shm, and TCP for a
 #                    few): exit status 0, the table's footer, and the JSON (-J): every row has
 #                    zero wrong values, positive times, the sizes asked for, ok true
@@ -43,6 +44,12 @@ PY
 }
 
 case $case in
+sweep1)
+    for c in allreduce broadcast reduce allgather reduce_scatter alltoall gather scatter sendrecv \
+        barrier; do
+        sweep 1 auto "$c"
+    done
+    ;;
 sweep2 | sweep4)
     n=${case#sweep}
     for c in allreduce broadcast reduce allgather reduce_scatter alltoall gather scatter sendrecv \
