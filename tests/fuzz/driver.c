@@ -67,7 +67,8 @@ static void add_path(corpus_t *c, const char *path, int depth)
     for (struct dirent *de; d && (de = readdir(d));) {
         char sub[4096];
         if (de->d_name[0] == '.') continue;
-        snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+        int n = snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+        if (n < 0 || (size_t)n >= sizeof(sub)) continue; /* a path too long: not a seed */
         add_path(c, sub, depth + 1);
     }
     if (d) closedir(d);

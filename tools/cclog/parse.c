@@ -176,7 +176,7 @@ enum vt { V_U64, V_I64, V_HEX, V_TEXT, V_NAME, V_NAME_DASH, V_STATUS, V_DUR };
 static int field(struct fields *fs, int i, const char *key, enum vt t, void *out, char *err,
                  size_t errlen)
 {
-    char *v;
+    char *v = NULL; /* kv() sets it when it returns 0 (gcc -O3 cannot tell) */
     if (kv(fs, i, key, &v, err, errlen)) return -1;
     int ok;
     switch (t) {
