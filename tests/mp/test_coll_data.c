@@ -310,7 +310,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                 for (int v = 0; v < 4; v++) {
                     uint64_t key = tc_key((int)co->type, a, dt, ci, v);
                     /* The sample: 1 in 6 small cases, 1 in 120 of the big ones. */
-                    if (!tc_pick(key, ci == 4 ? 120 : 6)) continue;
+                    if (!tc_pick(key, (ci == 4 ? 120 : 6) * TC_THIN)) continue;
                     c.dt = (cc_dtype_t)dt;
                     c.es = cc_dtype_size(c.dt);
                     c.count = tc_counts[ci];

@@ -147,7 +147,7 @@ static const struct coll colls[] = {
 static int wanted(int auto_algo, int dt, int op, int ci, int v, uint64_t key)
 {
     if (auto_algo && ci == 2 && v == (dt + op) % 4) return 1;
-    return tc_pick(key, ci == 4 ? 400 : 12);
+    return tc_pick(key, (ci == 4 ? 400 : 12) * TC_THIN);
 }
 
 static int matrix(cc_comm_t *comm, const struct coll *co)

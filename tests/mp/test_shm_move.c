@@ -142,6 +142,7 @@ static int matrix(struct tcase *c)
             for (int v = 0; v < 2; v++, k++) {
                 /* Beyond 4 ranks (8 processes on 2 cores here) a sample of the larger counts. */
                 if (c->n > 4 && ci >= 3 && (k + (int)d) % 4 != 0) continue;
+                if (TC_THIN > 1 && ci != 2 && (k + (int)d) % TC_THIN) continue;
                 c->dt = dts[d];
                 c->count = tc_counts[ci];
                 c->bytes = c->count * cc_dtype_size(c->dt);

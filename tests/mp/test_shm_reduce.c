@@ -117,6 +117,7 @@ static const struct {
  */
 static int wanted(int n, int k, int ci)
 {
+    if (TC_THIN > 1 && ci != 2 && k % TC_THIN) return 0; /* count 7 stays whole */
     if (ci == 4) return k % (n == 2 ? 7 : n <= 4 ? 29 : 97) == 0;
     if (n == 2 || ci == 2) return 1;
     return k % (n <= 4 ? 3 : 7) == 0;
