@@ -31,15 +31,25 @@ install_deps() {
 }
 
 # build DIR [cmake args...]
+# QUIET=1: the compiler's lines go to DIR/build.log (shown only if the build fails).
 build() {
     local dir=$1; shift
     say "building $dir"
     cmake -S "$ROOT" -B "$ROOT/$dir" -DCCOMM_WERROR=ON "$@" >/dev/null
-    cmake --build "$ROOT/$dir" -j "$JOBS"
+    if [ "${QUIET:-0}" = 1 ]; then
+        if ! cmake --build "$ROOT/$dir" -j "$JOBS" >"$ROOT/$dir/build.log" 2>&1; then
+            tail -n 40 "$ROOT/$dir/build.log"
+            echo "build failed: the whole log is $dir/build.log" >&2
+            return 1
+        fi
+        echo "built (log: $dir/build.log)"
+    else
+        cmake --build "$ROOT/$dir" -j "$JOBS"
+    fi
 }
 
 run_demo() {
-    build build
+    QUIET=1 build build
     "$ROOT/scripts/demo.sh" "$ROOT/build"
 }
 
