@@ -83,6 +83,10 @@ void cc__watchdog_signal_dump(void)
 /* The recorder names the file: rank<r>.json first, then rank<r>.<k>.json, never overwriting. */
 static void write_dump(const char *why)
 {
+    /* This dump covers every request made before it reads `asked`, local ones
+     * included: clear their flag first, or a second dump would start after
+     * the process, its requests all counted as done, went on to exit. */
+    atomic_store(&wd.local_dump, 0);
     uint64_t asked = atomic_load(&wd.dumps_asked);
     char path[4096];
     path[0] = '\0'; /* stays empty when the dump fails before a name is chosen */
