@@ -404,8 +404,10 @@ ccd_job_t *ccd_load_inputs_p(char **paths, int n, const char *prefix, FILE *err)
         kept += job->rank[w] != NULL;
     if (!kept) {
         fprintf(err, "ccdump: no usable ring file or dump among %u file(s)\n", job->nfiles);
+        /* The other notes (skipped half-written dumps, ...); each unusable file
+         * was named as it was read (load_one). */
         for (uint32_t i = 0; i < job->notes.n; i++)
-            fprintf(err, "ccdump: %s\n", job->notes.v[i]);
+            if (!strstr(job->notes.v[i], ": unusable: ")) fprintf(err, "ccdump: %s\n", job->notes.v[i]);
         ccd_job_free(job);
         return NULL;
     }
