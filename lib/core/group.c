@@ -50,12 +50,17 @@ cc_status_t cc_group_start(void)
     return CC_OK;
 }
 
-/* End the members nobody finished yet with `status`, then free the block. */
+/*
+ * End the members nobody finished yet with the group's `status`, then free
+ * the block. An engine that moves the members one by one ends each with its
+ * own status (native); one that runs the group as a unit (NCCL) leaves them
+ * to this.
+ */
 static void end_members(cc__group_args_t *g, cc_status_t status)
 {
     for (int i = 0; g && i < g->n; i++) {
         cc__op_t *m = g->members[i];
-        if (!g->ended[i]) cc__op_member_finished(m, status == CC_OK ? CC_ERR_INTERNAL : status);
+        if (!g->ended[i]) cc__op_member_finished(m, status);
         if (g->heap[i]) free(m);
     }
     if (g) {

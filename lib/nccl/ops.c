@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "coll_api.h"
 #include "log.h"
 #include "nccl_engine.h"
 
@@ -304,11 +305,41 @@ static cc_status_t issue_reduce_scatterv(cc__ncclx_t *x, const cc__op_t *op, voi
     return st;
 }
 
-/* The table. Types without a row (coalesced lists, batched p2p) are refused by the engine. */
+/*
+ * A group's sends and receives (cc_group_start .. cc_group_end) in one NCCL
+ * group, so any set that matches across the ranks completes whatever order
+ * each rank listed them in. The members start here; they end with the group
+ * op (lib/core/group.c ends each member with the group's status: NCCL
+ * completes or fails a group as a whole).
+ */
+static cc_status_t issue_group(cc__ncclx_t *x, const cc__op_t *op, void *s)
+{
+    const cc__group_args_t *g = op->extra;
+    cc_status_t st = CALL(x, "ncclGroupStart", x->lib->GroupStart());
+    CC_CHECK(st);
+    for (int i = 0; i < g->n && st == CC_OK; i++) {
+        cc__op_t *m = g->members[i];
+        const cc_op_info_t *in = &m->info;
+        m->info.algorithm = "nccl:p2p";
+        m->info.transport = "nccl";
+        cc__op_started(m);
+        if (!in->bytes) continue;
+        if (in->type == CC_OP_SEND)
+            st = CALL(x, "ncclSend",
+                      x->lib->Send(in->sendbuf, in->bytes, ncclUint8, in->peer, x->nc, s));
+        else
+            st = CALL(x, "ncclRecv",
+                      x->lib->Recv(in->recvbuf, in->bytes, ncclUint8, in->peer, x->nc, s));
+    }
+    return group_end(x, st);
+}
+
+/* The table. Types without a row (coalesced lists) are refused by the engine. */
 static const struct {
     cc_op_type_t type;
     cc__nccl_row_t row;
 } rows[] = {
+    {CC_OP_GROUP, {issue_group, "nccl:grouped-p2p"}},
     {CC_OP_SEND, {issue_send, "nccl:p2p"}},
     {CC_OP_SEND_BYTES, {issue_send, "nccl:p2p"}},
     {CC_OP_RECV, {issue_recv, "nccl:p2p"}},

@@ -186,8 +186,24 @@ cc_status_t dbl_run(struct ncclComm *c, const dbl_call_t *call)
         st = run_one(c, call, &p);
         return wait_all(&p, st);
     }
+    /* The sends and receives go out as one ccomm group: posted one by one, a
+     * receive listed first would hold the host engine (it runs a comm's ops in
+     * order) while the peer's receive holds its own. */
+    int np2p = 0;
+    for (const dbl_call_t *m = call->next; m; m = m->next)
+        np2p += m->kind == DBL_SEND || m->kind == DBL_RECV;
+    if (np2p) st = cc_group_start();
     for (const dbl_call_t *m = call->next; m && st == CC_OK; m = m->next)
         if (m->kind == DBL_SEND || m->kind == DBL_RECV) st = run_one(c, m, &p);
+    if (np2p) {
+        cc_work_t *gw = NULL;
+        cc_status_t ge = cc_group_end(NULL, &gw);
+        if (ge == CC_OK) {
+            ge = cc_work_wait(gw, -1); /* the members' handles are waited for below */
+            cc_work_free(gw);
+        }
+        if (st == CC_OK) st = ge;
+    }
     for (const dbl_call_t *m = call->next; m && st == CC_OK; m = m->next)
         if (m->kind != DBL_SEND && m->kind != DBL_RECV) st = run_one(c, m, &p);
     return wait_all(&p, st);

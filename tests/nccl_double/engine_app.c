@@ -204,6 +204,16 @@ static int basic(cc_comm_t *c, int rank, int n)
         REQUIRE(wait_op(CC_OK, &ws) == CC_OK && wait_op(CC_OK, &wr) == CC_OK, "send/recv");
         REQUIRE(got == 1 - rank, "recv gave %lld", (long long)got);
         ops += 2;
+        /* A group, receive listed first on both ranks: one NCCL group, no deadlock. */
+        int64_t g_in = 10 + rank, g_out = -1;
+        cc_work_t *wg = NULL, *wgr = NULL;
+        REQUIRE(cc_group_start() == CC_OK, "group start");
+        REQUIRE(cc_recv(c, &g_out, 1, CC_INT64, 1 - rank, NULL, &wgr) == CC_OK, "group recv");
+        REQUIRE(cc_send(c, &g_in, 1, CC_INT64, 1 - rank, NULL, NULL) == CC_OK, "group send");
+        REQUIRE(wait_op(cc_group_end(NULL, &wg), &wg) == CC_OK, "group end");
+        REQUIRE(wait_op(CC_OK, &wgr) == CC_OK, "group member");
+        REQUIRE(g_out == 11 - rank, "group recv gave %lld", (long long)g_out);
+        ops += 3; /* the group op and its two members */
     }
     cc_comm_t *child = NULL;
     REQUIRE(cc_comm_split(c, rank % 2, rank, NULL, &child) == CC_OK && child, "split");
