@@ -334,12 +334,59 @@ static cc_status_t issue_group(cc__ncclx_t *x, const cc__op_t *op, void *s)
     return group_end(x, st);
 }
 
-/* The table. Types without a row (coalesced lists) are refused by the engine. */
+/* A coalesced collective: the plain NCCL call per buffer, in one NCCL group (a
+ * PREMUL_SUM operator is made once and destroyed after ncclGroupEnd). */
+static cc_status_t coalesced_one(cc__ncclx_t *x, const cc__op_t *op, int i, ncclRedOp_t red,
+                                 void *s)
+{
+    const cc__coalesced_args_t *a = op->extra;
+    const void *sp = a->sendbufs[i];
+    void *rp = a->recvbufs[i];
+    size_t k = a->counts[i];
+    ncclDataType_t t = cc__nccl_dtype(op->info.dtype);
+    switch (a->kind) {
+    case CC_OP_ALLREDUCE:
+        return CALL(x, "ncclAllReduce", x->lib->AllReduce(sp, rp, k, t, red, x->nc, s));
+    case CC_OP_BROADCAST: /* a non-root has no send buffer: NCCL reads none there */
+        return CALL(x, "ncclBroadcast",
+                    x->lib->Broadcast(sp ? sp : rp, rp, k, t, op->info.root, x->nc, s));
+    case CC_OP_ALLGATHER:
+        return CALL(x, "ncclAllGather", x->lib->AllGather(sp, rp, k, t, x->nc, s));
+    case CC_OP_REDUCE_SCATTER:
+        return CALL(x, "ncclReduceScatter", x->lib->ReduceScatter(sp, rp, k, t, red, x->nc, s));
+    default:
+        return CC_ERR_NOT_SUPPORTED;
+    }
+}
+
+static cc_status_t issue_coalesced(cc__ncclx_t *x, const cc__op_t *op, void *s)
+{
+    const cc__coalesced_args_t *a = op->extra;
+    if (a->kind == CC_OP_ALLGATHER)
+        CC_CHECK(need(x, (const void *)x->lib->AllGather, "ncclAllGather"));
+    if (a->kind == CC_OP_REDUCE_SCATTER)
+        CC_CHECK(need(x, (const void *)x->lib->ReduceScatter, "ncclReduceScatter"));
+    ncclRedOp_t red = ncclSum;
+    int made = 0;
+    if (a->kind == CC_OP_ALLREDUCE || a->kind == CC_OP_REDUCE_SCATTER)
+        CC_CHECK(redop_of(x, op, &red, &made));
+    cc_status_t st = CALL(x, "ncclGroupStart", x->lib->GroupStart());
+    if (st == CC_OK) {
+        for (int i = 0; i < a->nbufs && st == CC_OK; i++)
+            if (a->counts[i]) st = coalesced_one(x, op, i, red, s);
+        st = group_end(x, st);
+    }
+    if (made) x->lib->RedOpDestroy(red, x->nc);
+    return st;
+}
+
+/* The table. */
 static const struct {
     cc_op_type_t type;
     cc__nccl_row_t row;
 } rows[] = {
     {CC_OP_GROUP, {issue_group, "nccl:grouped-p2p"}},
+    {CC_OP_COALESCED, {issue_coalesced, "nccl:grouped"}},
     {CC_OP_SEND, {issue_send, "nccl:p2p"}},
     {CC_OP_SEND_BYTES, {issue_send, "nccl:p2p"}},
     {CC_OP_RECV, {issue_recv, "nccl:p2p"}},

@@ -214,6 +214,18 @@ static int basic(cc_comm_t *c, int rank, int n)
         REQUIRE(wait_op(CC_OK, &wgr) == CC_OK, "group member");
         REQUIRE(g_out == 11 - rank, "group recv gave %lld", (long long)g_out);
         ops += 3; /* the group op and its two members */
+        /* Coalesced: two buffers of different lengths, one operation. */
+        int32_t ca[3] = {rank, 1, 2}, cb[1] = {5}, ra[3], rb[1];
+        const void *cs[2] = {ca, cb};
+        void *cr[2] = {ra, rb};
+        const size_t cn[2] = {3, 1};
+        cc_work_t *wc = NULL;
+        REQUIRE(wait_op(cc_allreduce_coalesced(c, cs, cr, cn, 2, CC_INT32, CC_SUM, NULL, &wc),
+                        &wc) == CC_OK,
+                "coalesced allreduce");
+        REQUIRE(ra[0] == n * (n - 1) / 2 && ra[1] == n && ra[2] == 2 * n && rb[0] == 5 * n,
+                "coalesced gave %d %d %d %d", ra[0], ra[1], ra[2], rb[0]);
+        ops += 1;
     }
     cc_comm_t *child = NULL;
     REQUIRE(cc_comm_split(c, rank % 2, rank, NULL, &child) == CC_OK && child, "split");
