@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,13 +170,16 @@ static cc_status_t open_file(cc_clog_t *c)
 {
     /* CCOMM_CLOG=logs/rank%r.log should just work: make the directory like the dumps do. */
     if (cc__mkdirs_for(c->path, 0755, CC_SUBSYS_CLOG) != CC_OK) return CC_ERR_INVALID_ARG;
-    c->fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Often in a shared directory (/tmp): a link or a file planted there by
+     * another user must not be followed or truncated. */
+    char why[PATH_MAX + 100];
+    c->fd = cc__open_own(c->path, 0, 0600, why, sizeof(why));
     if (c->fd < 0) {
         int e = errno;
-        cc_log_error(CC_SUBSYS_CLOG, "clog: cannot create \"%s\": %s", c->path, strerror(e));
+        cc_log_error(CC_SUBSYS_CLOG, "clog: cannot open the clog file: %s", why);
         /* A path the user can fix is a bad argument; anything else is the system's. */
         return e == ENOENT || e == ENOTDIR || e == EACCES || e == EISDIR || e == EROFS ||
-                       e == ENAMETOOLONG || e == ELOOP
+                       e == ENAMETOOLONG || e == ELOOP || e == EPERM
                    ? CC_ERR_INVALID_ARG
                    : CC_ERR_SYSTEM;
     }

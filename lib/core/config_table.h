@@ -138,14 +138,19 @@
       "receiving and reducing overlap.",                                                           \
       0)                                                                                           \
     /* observability */                                                                            \
-    X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm",                                           \
-      "Directory of flight recorder rings: <dir>/<job id>/rank<r>.<pid>.ccfr.", 0)                 \
+    X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm-%u",                                        \
+      "Directory of flight recorder rings: <dir>/<job id>/rank<r>.<pid>.ccfr; %u is the user id. " \
+      "It and the job's directory must belong to the user and be closed to others' writes, or "    \
+      "the recorder stays off (docs/security.md).",                                                \
+      0)                                                                                           \
     X(RECORDER_ENTRIES, recorder_entries, INT, "4096",                                             \
       "Entries in each process's flight recorder ring; 0 turns the recorder off.", 0)              \
     X(RECORDER_STACK, recorder_stack, BOOL, "0",                                                   \
       "Record the caller's return addresses with every op (symbolised by ccdump).", 0)             \
     X(DUMP_DIR, dump_dir, STR, "./ccomm-dumps",                                                    \
-      "Directory of JSON dumps: <dir>/<job id>/rank<r>.json.", 0)                                  \
+      "Directory of JSON dumps: <dir>/<job id>/rank<r>.json. Both must belong to the user and be " \
+      "closed to others' writes, or no dump is written.",                                         \
+      0)                                                                                           \
     X(DUMP_ON_TIMEOUT, dump_on_timeout, BOOL, "1",                                                 \
       "On a timeout on any rank, every rank of the job writes its flight recorder dump.", 0)       \
     X(DUMP_SIGNAL, dump_signal, STR, "SIGUSR2",                                                    \

@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
 _Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
 
-static int g_fd = 2;
+static _Atomic int g_fd = 2;  /* the log file, or 2; back to 2 for good once the file fails */
+static char g_path[4096];    /* the log file's name (expanded), for the notice of that */
 static _Atomic int g_rank = -1;
 static char g_host[64];
 static _Atomic uint64_t g_errors;
@@ -86,16 +88,18 @@ static void open_file(void)
 {
     const char *pat = cc__cfg()->log_file;
     if (!pat || !*pat) return;
-    char path[4096];
+    char path[sizeof(g_path)], why[sizeof(g_path) + 100];
     expand_path(pat, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* Logs often go to /tmp: never through a link or into a file planted
+     * there by another user. */
+    int fd = cc__open_own(path, 1, 0600, why, sizeof(why));
     if (fd < 0) {
-        fprintf(stderr, "ccomm: warning: CCOMM_LOG_FILE: cannot open \"%s\": %s; logging to stderr\n",
-                path, strerror(errno));
+        fprintf(stderr, "ccomm: warning: CCOMM_LOG_FILE: %s; logging to stderr\n", why);
         return;
     }
-    if (g_fd != 2) close(g_fd);
-    g_fd = fd;
+    int old = atomic_exchange(&g_fd, fd);
+    if (old != 2) close(old);
+    snprintf(g_path, sizeof(g_path), "%s", path);
 }
 
 static pthread_once_t g_host_once = PTHREAD_ONCE_INIT;
@@ -176,6 +180,32 @@ void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
     va_end(ap);
 }
 
+/*
+ * One line to the log. When the file stops taking lines (a full disk, a
+ * quota, an I/O error) every later error would be lost unseen: say so once
+ * on stderr and log there from then on. The file's descriptor is left open
+ * because another thread may be writing to it right now; closed, its number
+ * could be reused and that thread's line land in an unrelated file.
+ */
+static void write_line(const char *line, size_t len)
+{
+    int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
+    ssize_t w = write(fd, line, len);
+    if (w == (ssize_t)len || fd == 2) return;
+    const char *cause = w < 0 ? strerror(errno) : "short write";
+    int expected = fd;
+    if (atomic_compare_exchange_strong(&g_fd, &expected, 2)) {
+        char note[sizeof(g_path) + 200];
+        int n = snprintf(note, sizeof(note),
+                         "ccomm: warning: CCOMM_LOG_FILE \"%s\": cannot write: %s; logging to "
+                         "stderr from now on\n",
+                         g_path, cause);
+        if (n > 0) w = write(2, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+    }
+    w = write(2, line, len);
+    (void)w;
+}
+
 void cc__log_vwrite(int level, uint32_t subsys, const char *fmt, va_list ap)
 {
     char line[2048];
@@ -191,8 +221,7 @@ void cc__log_vwrite(int level, uint32_t subsys, const char *fmt, va_list ap)
         len += 3;
     }
     line[len++] = '\n';
-    ssize_t w = write(g_fd, line, len);
-    (void)w;
+    write_line(line, len);
 }
 
 /* Async-signal-safe integer formatting. */
@@ -221,6 +250,9 @@ void cc__log_signal_safe(const char *msg)
     line[o++] = ' ';
     for (const char *s = msg; s && *s && o < sizeof(line) - 2; s++) line[o++] = *s;
     line[o++] = '\n';
-    ssize_t w = write(g_fd, line, o);
+    /* Async-signal-safe: no notice here, but the line is not lost either. */
+    int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
+    ssize_t w = write(fd, line, o);
+    if (w != (ssize_t)o && fd != 2) w = write(2, line, o);
     (void)w;
 }

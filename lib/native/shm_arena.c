@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "comm.h"
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 #include "shm_arena.h"
 
@@ -101,6 +102,13 @@ static cc_status_t map_file(cc__arena_t *ar)
     struct stat sb;
     void *map = MAP_FAILED;
     size_t len = arena_bytes(ar->n);
+    char why[600];
+    /* Only this user's file backs the mapping (another user's could be truncated: SIGBUS). */
+    if (fd >= 0 && cc__fd_own_file(fd, ar->path, why, sizeof(why)) != 0) {
+        cc_log_warn(CC_SUBSYS_SHM, "shm: refusing arena: %s", why);
+        close(fd);
+        return CC_ERR_PROTOCOL;
+    }
     if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == len)
         map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;

@@ -319,7 +319,7 @@ cc_status_t cc__fr_json_write(const json_t *j, const char *path)
     /* A new file of our own: never through a link planted in a shared
      * directory, never onto a stale temporary. */
     unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);
@@ -405,7 +405,9 @@ static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
                      cc__cfg()->dump_dir);
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(cc__mkdirs(dir, 0700, CC_SUBSYS_RECORDER));
+    /* Private like the rings: a dump holds the same record. */
+    CC_CHECK(cc__mkdirs_private(cc__cfg()->dump_dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR"));
+    CC_CHECK(cc__mkdirs_private(dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR"));
     for (unsigned k = 0; k < 100000; k++) {
         int m = k ? snprintf(path, cap, "%s/rank%d.%u.json", dir, r->hdr->rank, k)
                   : snprintf(path, cap, "%s/rank%d.json", dir, r->hdr->rank);

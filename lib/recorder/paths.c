@@ -3,7 +3,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "paths.h"
 
@@ -23,3 +25,30 @@ void cc__fr_job_component(const char *job_id, char *out, size_t cap)
         snprintf(out, cap, "%s", "nojob");
 }
 
+
+int cc__fr_base_dir(char *out, size_t cap)
+{
+    const char *pat = cc__cfg()->recorder_dir;
+    size_t o = 0;
+    for (const char *p = pat; *p; p++) {
+        char num[24];
+        const char *piece = num;
+        if (p[0] == '%' && p[1] == 'u') {
+            snprintf(num, sizeof(num), "%u", (unsigned)geteuid());
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            piece = "%";
+            p++;
+        } else {
+            num[0] = *p;
+            num[1] = '\0';
+        }
+        size_t n = strlen(piece);
+        if (o + n >= cap) return -1;
+        memcpy(out + o, piece, n);
+        o += n;
+    }
+    if (cap == 0) return -1;
+    out[o] = '\0';
+    return 0;
+}

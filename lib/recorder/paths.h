@@ -12,5 +12,12 @@
  */
 void cc__fr_job_component(const char *job_id, char *out, size_t cap);
 
+/*
+ * CCOMM_RECORDER_DIR with "%u" replaced by this user's uid (the default,
+ * /dev/shm/ccomm-%u, gives each user a directory of their own) and "%%" by
+ * '%'. 0, or -1 when the result does not fit in `cap`.
+ */
+int cc__fr_base_dir(char *out, size_t cap);
+
 
 #endif /* CC_RECORDER_PATHS_H */

@@ -253,17 +253,22 @@ static cc_status_t subscribe(void)
     return CC_OK;
 }
 
-/* <recorder_dir>/<job>/rank<r>.<pid>.ccfr, with the directories made. */
+/* <recorder_dir>/<job>/rank<r>.<pid>.ccfr, with the directories made. Both
+ * directories must be this user's alone: whoever controls either can read
+ * the ring, or swap in a file of theirs and truncate it under our mapping. */
 static cc_status_t make_path(int rank, const char *job, char *path, size_t cap)
 {
-    char dir[PATH_MAX];
-    int n = snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->recorder_dir, job);
+    char base[PATH_MAX], dir[PATH_MAX];
+    int n = -1;
+    if (cc__fr_base_dir(base, sizeof(base)) == 0)
+        n = snprintf(dir, sizeof(dir), "%s/%s", base, job);
     if (n < 0 || (size_t)n >= sizeof(dir)) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: CCOMM_RECORDER_DIR \"%.64s...\" is too long",
                      cc__cfg()->recorder_dir);
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(cc__mkdirs(dir, 0700, CC_SUBSYS_RECORDER));
+    CC_CHECK(cc__mkdirs_private(base, CC_SUBSYS_RECORDER, "recorder: CCOMM_RECORDER_DIR"));
+    CC_CHECK(cc__mkdirs_private(dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_RECORDER_DIR"));
     n = snprintf(path, cap, "%s/rank%d.%d.ccfr", dir, rank, (int)getpid());
     if (n < 0 || (size_t)n >= cap) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: ring path under %s is too long", dir);

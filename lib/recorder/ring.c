@@ -19,6 +19,7 @@
 #include "ccomm/types.h"
 #include "ccomm/version.h"
 #include "clock.h"
+#include "fsutil.h"
 #include "log.h"
 #include "ring.h"
 
@@ -389,15 +390,35 @@ static void write_header(cc__fr_ring_t *r, const cc__fr_ring_params_t *p, const 
     __atomic_store_n((uint64_t *)(void *)h->magic, magic, __ATOMIC_RELEASE);
 }
 
-/* Open, size and map the file. */
-static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
+/* A new file of our own. The name carries the pid, so one already there is
+ * an earlier process's with the same pid: replaced, never reused (it may
+ * not be ours, and its mode and size are not what we would choose). */
+static cc_status_t create_file(cc__fr_ring_t *r, const char *path)
 {
-    r->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (r->fd >= 0 || errno != EEXIST || attempt) break;
+        cc_log_warn(CC_SUBSYS_RECORDER, "recorder: removing stale ring file %s", path);
+        unlink(path);
+    }
     if (r->fd < 0) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot create ring file %s: %s", path,
                      strerror(errno));
         return CC_ERR_SYSTEM;
     }
+    /* Only a file no one else can truncate may back the mapping (SIGBUS). */
+    char why[PATH_MAX + 100];
+    if (cc__fd_own_file(r->fd, path, why, sizeof(why)) != 0) {
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: refusing ring file: %s", why);
+        return CC_ERR_SYSTEM;
+    }
+    return CC_OK;
+}
+
+/* Open, size and map the file. */
+static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
+{
+    CC_CHECK(create_file(r, path));
     /* Reserve the pages now: a full tmpfs must fail here, not SIGBUS later. */
     int err = posix_fallocate(r->fd, 0, (off_t)size);
     if (err == EOPNOTSUPP || err == EINVAL) err = ftruncate(r->fd, (off_t)size) ? errno : 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsutil.h"
 #include "log.h"
 #include "shm.h"
 
@@ -145,8 +146,19 @@ static cc_status_t map_peer(struct cc__net *net, struct cc__shm_state *st, int l
     if (mbox_path(net, rank, pid, path, sizeof(path)) != 0) return CC_ERR_INVALID_ARG;
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     void *map = MAP_FAILED;
-    if (fd >= 0 && fstat(fd, &sb) == 0)
+    char why[600] = "";
+    /* Only a file of this user backs the mapping: one that another user put
+     * in its place (CCOMM_SHM_DIR writable by others) could be truncated
+     * under us (SIGBUS). */
+    if (fd >= 0 && cc__fd_own_file(fd, path, why, sizeof(why)) != 0) {
+        cc_log_error(CC_SUBSYS_SHM, "shm: refusing rank %d's segment: %s", rank, why);
+        close(fd);
+        return CC_ERR_PROTOCOL;
+    }
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= (off_t)CC__SHM_PAGE)
         map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    else if (fd >= 0)
+        errno = EINVAL; /* too short to hold a header */
     int e = errno;
     if (fd >= 0) close(fd);
     if (map == MAP_FAILED) {

@@ -31,8 +31,9 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 void ccrun_remove_rings(const struct ccrun_job *job)
 {
-    char comp[256], dir[PATH_MAX];
+    char comp[256], base[PATH_MAX], dir[PATH_MAX + 260];
     cc__fr_job_component(job->job_id, comp, sizeof(comp));
-    snprintf(dir, sizeof(dir), "%s/%s", cc__cfg()->recorder_dir, comp);
+    if (cc__fr_base_dir(base, sizeof(base)) != 0) return;
+    snprintf(dir, sizeof(dir), "%s/%s", base, comp);
     nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
