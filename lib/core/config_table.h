@@ -143,6 +143,11 @@
       "It and the job's directory must belong to the user and be closed to others' writes, or "    \
       "the recorder stays off (docs/security.md).",                                                \
       0)                                                                                           \
+    X(RECORDER_KEEP, recorder_keep, BOOL, "0",                                                     \
+      "Keep this process's ring when it exits normally with no failure recorded (no abort, dump "  \
+      "or fatal signal); by default such a ring is removed at exit. ccrun sets it for its ranks "  \
+      "and keeps every rank's ring when any of them recorded a failure (--keep-rings: always).",   \
+      0)                                                                                           \
     X(RECORDER_ENTRIES, recorder_entries, INT, "4096",                                             \
       "Entries in each process's flight recorder ring; 0 turns the recorder off.", 0)              \
     X(RECORDER_STACK, recorder_stack, BOOL, "0",                                                   \

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -206,4 +207,36 @@ int cc__open_own(const char *path, int append, unsigned mode, char *why, size_t 
         return -1;
     }
     return open_existing(path, append, why, len);
+}
+
+uint64_t cc__space_free(const char *dir)
+{
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0 || v.f_frsize == 0) return UINT64_MAX;
+    return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+}
+
+const char *cc__bytes_str(uint64_t n, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)n);
+    else snprintf(buf, len, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+const char *cc__space_str(const char *dir, char *buf, size_t len)
+{
+    struct statvfs v;
+    char a[32], b[32];
+    if (statvfs(dir, &v) != 0 || v.f_frsize == 0) {
+        snprintf(buf, len, "%s: free space unknown", dir);
+        return buf;
+    }
+    snprintf(buf, len, "%s: %s free of %s", dir,
+             cc__bytes_str((uint64_t)v.f_bavail * v.f_frsize, a, sizeof(a)),
+             cc__bytes_str((uint64_t)v.f_blocks * v.f_frsize, b, sizeof(b)));
+    return buf;
 }

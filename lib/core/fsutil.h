@@ -47,4 +47,15 @@ int cc__open_own(const char *path, int append, unsigned mode, char *why, size_t 
  * would die of SIGBUS). */
 int cc__fd_own_file(int fd, const char *path, char *why, size_t whylen);
 
+/* Bytes a user may still allocate in the file system of `dir` (statvfs:
+ * f_bavail blocks), or UINT64_MAX when that cannot be known. */
+uint64_t cc__space_free(const char *dir);
+
+/* "<dir>: 2.0 MiB free of 64.0 MiB" (or "<dir>: free space unknown") into
+ * buf, for messages that say what ran out. Returns buf. */
+const char *cc__space_str(const char *dir, char *buf, size_t len);
+
+/* 1536 -> "1.5 KiB" into buf. Returns buf. */
+const char *cc__bytes_str(uint64_t n, char *buf, size_t len);
+
 #endif /* CC_CORE_FSUTIL_H */

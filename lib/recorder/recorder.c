@@ -199,12 +199,38 @@ static void after_fork_child(void)
     cc__fr_modules_after_fork();
 }
 
-/* A normal exit is not a crash: say so in the ring (other threads may still
- * write to it, so it stays mapped). */
+/*
+ * A normal exit with nothing recorded to diagnose: the ring is removed, or
+ * RAM-backed /dev/shm fills up job after job (CCOMM_RECORDER_KEEP=1 keeps
+ * it; ccrun sets that and decides for the whole job). A dump being written
+ * right now holds the lock: then the ring stays, as it will record a dump.
+ * The mapping stays (other threads may still write to it); the job's
+ * directory goes too once the last ring in it is gone.
+ */
+static void remove_if_clean(cc__fr_ring_t *r)
+{
+    if (cc__cfg()->recorder_keep || pthread_mutex_trylock(&g_lock) != 0) return;
+    uint64_t n = __atomic_load_n(&r->hdr->comm_count, __ATOMIC_ACQUIRE);
+    if (n > r->hdr->comm_capacity) n = r->hdr->comm_capacity;
+    char why[160];
+    if (cc__fr_failure_recorded(r->hdr, r->comms, n, why, sizeof(why))) {
+        cc_log_info(CC_SUBSYS_RECORDER, "recorder: keeping ring %s (%s)", r->path, why);
+    } else if (unlink(r->path) == 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", r->path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) *slash = '\0', rmdir(dir);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* A normal exit is not a crash: say so in the ring. */
 static void at_exit(void)
 {
     cc__fr_ring_t *r = ring();
-    if (r) __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
+    if (!r) return;
+    __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
+    remove_if_clean(r);
 }
 
 static void register_process_handlers(void)

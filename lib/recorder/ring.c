@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -423,8 +424,17 @@ static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
     int err = posix_fallocate(r->fd, 0, (off_t)size);
     if (err == EOPNOTSUPP || err == EINVAL) err = ftruncate(r->fd, (off_t)size) ? errno : 0;
     if (err) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot reserve %llu bytes for %s: %s",
-                     (unsigned long long)size, path, strerror(err));
+        char need[32], sp[PATH_MAX + 64], dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) *slash = '\0';
+        cc_log_error(CC_SUBSYS_RECORDER,
+                     "recorder: cannot reserve %s for %s: %s (%s)%s", cc__bytes_str(size, need, sizeof(need)),
+                     path, strerror(err), cc__space_str(dir, sp, sizeof(sp)),
+                     err == ENOSPC ? "; set CCOMM_RECORDER_DIR to a directory with room, lower "
+                                     "CCOMM_RECORDER_ENTRIES, or give /dev/shm more room (docker "
+                                     "run --shm-size=1g)"
+                                   : "");
         return CC_ERR_SYSTEM;
     }
     void *base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
@@ -478,6 +488,22 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     write_header(r, p, &l);
     *out = r;
     return CC_OK;
+}
+
+int cc__fr_failure_recorded(const cc__fr_header_t *h, const cc__fr_comm_t *comms, uint64_t ncomms,
+                            char *why, size_t whylen)
+{
+    uint64_t sig = __atomic_load_n(&h->fatal_signal, __ATOMIC_ACQUIRE);
+    uint64_t dumps = __atomic_load_n(&h->dump_count, __ATOMIC_ACQUIRE);
+    if (sig) return snprintf(why, whylen, "fatal signal %llu", (unsigned long long)sig), 1;
+    if (dumps) return snprintf(why, whylen, "%llu dump(s) written", (unsigned long long)dumps), 1;
+    for (uint64_t i = 0; i < ncomms; i++) {
+        if (!(__atomic_load_n(&comms[i].flags, __ATOMIC_ACQUIRE) & CC__FR_CF_ABORTED)) continue;
+        snprintf(why, whylen, "communicator %.64s (%016llx) aborted", comms[i].name,
+                 (unsigned long long)comms[i].comm_id);
+        return 1;
+    }
+    return 0;
 }
 
 void cc__fr_ring_destroy(cc__fr_ring_t *r)

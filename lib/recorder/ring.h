@@ -58,6 +58,15 @@ typedef struct cc__fr_ring {
 cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p,
                                cc__fr_ring_t **out);
 
+/*
+ * Whether a ring records a failure: a fatal signal, a dump (the watchdog's
+ * after a timeout, or one asked for), or an aborted communicator among the
+ * first `ncomms` records of `comms`. 1 with the first reason found in `why`,
+ * else 0. Live words are read atomically: `h` may be a ring still in use.
+ */
+int cc__fr_failure_recorded(const cc__fr_header_t *h, const cc__fr_comm_t *comms, uint64_t ncomms,
+                            char *why, size_t whylen);
+
 /* Note a clean close in the header, unmap, free. The file stays. NULL ok. */
 void cc__fr_ring_destroy(cc__fr_ring_t *r);
 

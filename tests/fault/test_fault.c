@@ -181,7 +181,8 @@ static void test_scenario(void **state)
      * destroyed split communicator is never freed by the core (its handle stays
      * recognisable as destroyed), which LeakSanitizer reports when no stale pointer
      * to it is left: the ranks' leaks are not what this suite checks. */
-    const char *env[] = {env_rec, env_dump, env_job, "CCOMM_HEARTBEAT_MS=100",
+    /* KEEP: the healthy ranks' rings are what ccdump diagnoses (as ccrun keeps them). */
+    const char *env[] = {env_rec, env_dump, env_job, "CCOMM_RECORDER_KEEP=1", "CCOMM_HEARTBEAT_MS=100",
                          "CCOMM_LOG_LEVEL=NONE", "ASAN_OPTIONS=handle_segv=0:detect_leaks=0", NULL};
     cc_test_child_t res[4];
     pthread_t watcher;

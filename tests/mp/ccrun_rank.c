@@ -157,12 +157,24 @@ int main(int argc, char **argv)
         cc_comm_destroy(comm);
         return cc__cfg()->rank == 1 ? atoi(argv[2]) : 0;
     }
+    if (!strcmp(mode, "timeout0")) { /* rank 0's barrier times out (rank 1 is late); both exit 0 */
+        cc_comm_t *comm = NULL;
+        if (cc_comm_init_from_env(&comm, NULL) != CC_OK) return fail("communicator");
+        if (cc__cfg()->rank == 0) {
+            cc_status_t st = cc_barrier(comm, NULL, NULL);
+            printf("rank 0 barrier: %s\n", cc_status_str(st));
+        } else {
+            sleep(3);
+        }
+        cc_comm_destroy(comm);
+        return 0;
+    }
     if (!strcmp(mode, "stubborn")) {
         signal(SIGTERM, SIG_IGN);
         for (;;)
             pause();
     }
     fprintf(stderr, "usage: ccrun_rank env N | netns IPS | wrongkey | exit R CODE | trap DIR | "
-                    "stubborn | comm CODE\n");
+                    "stubborn | comm CODE | timeout0\n");
     return 2;
 }

@@ -136,6 +136,12 @@ rings)
     rm -rf "$tmp/rings"
     run 4 -n 2 -- "$RANKPROG" comm 4
     [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "a failed job's rings were removed"
+    rm -rf "$tmp/rings"
+    # Every rank exits 0, but rank 0's barrier timed out (the watchdog dumped): keep every ring.
+    CCOMM_TIMEOUT=1 CCOMM_DUMP_DIR="$tmp/dumps" run 0 -n 2 -- "$RANKPROG" timeout0
+    has out 'rank 0 barrier: timed out'
+    has err 'keeping the job.s rings: .*ccfr: '
+    [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "rings of a job that timed out were removed"
     unset CCOMM_RECORDER_DIR
     ;;
 netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;

@@ -76,6 +76,7 @@ static int run_ranks(int n, const char *prog, const char *scenario, int preload,
         snprintf(rk, sizeof(rk), "%d", r);
         snprintf(sz, sizeof(sz), "%d", n);
         snprintf(v, sizeof(v), "%s/rings", g_dir), setenv("CCOMM_RECORDER_DIR", v, 1);
+        setenv("CCOMM_RECORDER_KEEP", "1", 1); /* the rings of ranks that end well are read */
         snprintf(v, sizeof(v), "%s/dumps", g_dir), setenv("CCOMM_DUMP_DIR", v, 1);
         setenv("CCOMM_RANK", rk, 1), setenv("CCOMM_SIZE", sz, 1);
         setenv("CCOMM_STORE_ADDR", g_addr, 1), setenv("CCOMM_JOB_KEY", KEY, 1);

@@ -77,7 +77,10 @@ struct ccrun_var {
 extern const struct ccrun_var ccrun_rank_vars[];
 
 /* rings.c */
-/* Every rank exited 0: remove the job's ring directory (rings are for failures). */
+/* Before the launch: the ranks keep their rings at exit, ccrun decides for the job. */
+void ccrun_rings_prepare(void);
+/* Every rank exited 0: remove the job's ring directory unless a ring records a
+ * failure (rings are for failures; then every rank's stays). */
 void ccrun_remove_rings(const struct ccrun_job *job);
 
 /* output.c */

@@ -287,6 +287,7 @@ static int run_job(const struct ccrun_opts *o)
         job.ranks[r].rank = r;
         job.ranks[r].out[0].fd = job.ranks[r].out[1].fd = -1;
     }
+    ccrun_rings_prepare();
     /* The store thread starts with the signals already blocked, so they all reach the loop. */
     if ((rc = make_identity(&job)) == 0 && (rc = ccrun_host_store(&job, &server)) == 0 &&
         (rc = ccrun_launch(&job, &orig)) == 0)

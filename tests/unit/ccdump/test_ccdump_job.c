@@ -98,6 +98,7 @@ static void job(cc_test_rank_fn fn, const char *name, int failures)
     const char *env[] = {env_rec,
                          env_dump,
                          env_job,
+                         "CCOMM_RECORDER_KEEP=1", /* ranks that end well keep their rings too */
                          "CCOMM_HEARTBEAT_MS=100",
                          "CCOMM_LOG_LEVEL=NONE",
                          "ASAN_OPTIONS=detect_leaks=0",

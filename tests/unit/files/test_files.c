@@ -9,7 +9,9 @@
  * third uid runs ccomm as the victim, so that root's permission override
  * hides nothing.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <setjmp.h>
@@ -273,6 +275,55 @@ static void test_log_full_disk(void **state)
     assert_null(strstr(first + 1, "logging to stderr from now on"));
 }
 
+/* Issue 13.6: a normal exit with no failure recorded removes the ring. */
+static int exit_after(void *arg)
+{
+    const char *how = arg;
+    setenv("CCOMM_RECORDER_DIR", at("exit-rings"), 1);
+    setenv("CCOMM_JOB_ID", "exitjob", 1);
+    setenv("CCOMM_DUMP_DIR", at("exit-dumps"), 1);
+    if (!strcmp(how, "keep")) setenv("CCOMM_RECORDER_KEEP", "1", 1);
+    child_config("exit.err");
+    if (cc__recorder_open(0, 1, NULL) != CC_OK) return 1;
+    if (!strcmp(how, "dump") && cc_recorder_dump(NULL) != CC_OK) return 2;
+    if (!strcmp(how, "abort")) {
+        const int32_t world[1] = {0};
+        cc__recorder_add_comm(0x5eed, 0, "world", 0, 1, world);
+        cc_abort_info_t info = {.comm_id = 0x5eed, .reason = CC_ERR_TIMEOUT};
+        cc__recorder_on_abort(&info, NULL);
+    }
+    if (!strcmp(how, "kill")) raise(SIGKILL);
+    exit(0); /* atexit handlers run, as at the end of main */
+}
+
+static int rings_left(void)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/exitjob", at("exit-rings"));
+    int n = 0;
+    DIR *d = opendir(path);
+    if (!d) return 0; /* the job's directory went with its last ring */
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".ccfr") != NULL;
+    closedir(d);
+    return n;
+}
+
+static void test_ring_removed_at_clean_exit(void **state)
+{
+    (void)state;
+    assert_int_equal(as_user(-1, exit_after, "clean"), 0);
+    assert_int_equal(rings_left(), 0);
+    assert_int_equal(as_user(-1, exit_after, "keep"), 0);
+    assert_int_equal(rings_left(), 1);
+    assert_int_equal(as_user(-1, exit_after, "dump"), 0);
+    assert_int_equal(rings_left(), 2);
+    assert_int_equal(as_user(-1, exit_after, "abort"), 0);
+    assert_int_equal(rings_left(), 3);
+    assert_int_equal(as_user(-1, exit_after, "kill"), 128 + SIGKILL);
+    assert_int_equal(rings_left(), 4);
+}
+
 /* --- attack: root plays two other users --- */
 
 static int attacker_squats(void *arg)
@@ -409,6 +460,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_clog_link_not_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_link_not_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_full_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ring_removed_at_clean_exit, setup, teardown),
     };
     const struct CMUnitTest attack_tests[] = {
         cmocka_unit_test_setup_teardown(test_recorder_dir_of_another_user, setup, teardown),
