@@ -78,8 +78,13 @@ static cc_status_t create_file(cc__arena_t *ar)
     if (map == MAP_FAILED && e == 0) e = errno;
     close(fd);
     if (map == MAP_FAILED) {
-        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of arena %s: %s", len,
-                    ar->path, strerror(e));
+        char need[32], sp[600];
+        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot size or map %s of arena %s: %s (%s)%s",
+                    cc__bytes_str(len, need, sizeof(need)), ar->path, strerror(e),
+                    cc__space_str(cc__cfg()->shm_dir, sp, sizeof(sp)),
+                    e == ENOSPC ? "; give CCOMM_SHM_DIR more room (docker run --shm-size=1g) for "
+                                  "the shared-memory algorithms"
+                                : "");
         unlink(ar->path);
         return CC_ERR_SYSTEM;
     }

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,20 @@ static cc_status_t check_infos(cc__net_t *net)
     return net->info[net->rank].status != CC_OK ? (cc_status_t)net->info[net->rank].status : st;
 }
 
+/* A peer on this host that cannot share memory with us: said once per
+ * process at WARN (it is slower, and the fix is the container's), then INFO. */
+static void say_no_shm(const cc__net_t *net, int peer)
+{
+    static atomic_int said;
+    int lvl = atomic_exchange(&said, 1) ? CC_LOG_LEVEL_INFO : CC_LOG_LEVEL_WARN;
+    CC__LOG(lvl, CC_SUBSYS_NET,
+            "net: rank %d is on this host but its CCOMM_SHM_DIR is another file system or "
+            "directory than this rank's %s (a private /dev/shm per container?): using tcp to it; "
+            "share one /dev/shm (docker run --ipc=host or --ipc=container:NAME) for shared memory",
+            peer, cc__cfg()->shm_dir);
+    (void)net;
+}
+
 /* Pick each pair's transport; both sides compute the same answer. */
 static void pick_transports(cc__net_t *net)
 {
@@ -163,10 +178,12 @@ static void pick_transports(cc__net_t *net)
     for (int i = 0; i < net->size; i++) {
         const cc__peer_info_t *q = &net->info[i];
         int tp = CC__TP_TCP;
-        if (i == net->rank)
+        if (i == net->rank) {
             tp = CC__TP_SELF;
-        else if (!((me->flags | q->flags) & CC__INFO_FORCE_TCP) && cc__peer_same_host(me, q))
-            tp = CC__TP_SHM;
+        } else if (!((me->flags | q->flags) & CC__INFO_FORCE_TCP) && cc__peer_same_host(me, q)) {
+            if (cc__peer_same_shm(me, q)) tp = CC__TP_SHM;
+            else say_no_shm(net, i);
+        }
         net->peers[i].tp = tp;
         net->tp_peers[tp]++;
     }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "transport.h"
 
@@ -68,6 +69,11 @@ cc_status_t cc__peer_identity(cc__peer_info_t *info)
     info->netns = ns_inode("/proc/self/ns/net");
     info->pidns = ns_inode("/proc/self/ns/pid");
     info->pid = (int32_t)getpid();
+    struct stat st;
+    if (stat(cc__cfg()->shm_dir, &st) == 0) {
+        info->shm_dev = (uint64_t)st.st_dev;
+        info->shm_ino = (uint64_t)st.st_ino;
+    }
     if (getrandom(&info->nonce, sizeof(info->nonce), 0) != (ssize_t)sizeof(info->nonce)) {
         /* Not a secret, only a token against strangers: time and pid will do. */
         info->nonce = cc__realtime_ns() ^ ((uint64_t)getpid() << 32);
@@ -80,6 +86,11 @@ int cc__peer_same_host(const cc__peer_info_t *a, const cc__peer_info_t *b)
     /* An unreadable namespace (0) never matches: TCP is the safe choice. */
     return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 && a->netns != 0 &&
            a->netns == b->netns && a->pidns != 0 && a->pidns == b->pidns;
+}
+
+int cc__peer_same_shm(const cc__peer_info_t *a, const cc__peer_info_t *b)
+{
+    return a->shm_ino != 0 && a->shm_dev == b->shm_dev && a->shm_ino == b->shm_ino;
 }
 
 int cc__peer_pidfd(int pid)

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,10 +84,53 @@ static cc_status_t open_mailbox_file(const char *path, int *fd)
     return CC_ERR_SYSTEM;
 }
 
+#define MIN_FIT_RING (64u << 10) /* rings are not shrunk below this to fit */
+
+/*
+ * Size the rings by what fits: each local rank may take an equal share of
+ * what CCOMM_SHM_DIR has free when it looks (a container's /dev/shm is 64 MB
+ * by default; 8 ranks with 1 MiB rings need 7.4 MB each). Rings are halved,
+ * down to 64 KiB, until the mailbox fits its share; a peer reads the size
+ * from the mailbox header, so ranks may differ. Said at WARN, once.
+ */
+static void fit_ring(struct cc__shm_state *st, size_t nslots)
+{
+    const char *dir = cc__cfg()->shm_dir;
+    uint64_t avail = cc__space_free(dir), share = avail / (uint64_t)st->nlocal;
+    uint64_t ring = st->ring_size;
+    while (ring > MIN_FIT_RING && CC__SHM_PAGE + nslots * (CC__SHM_PAGE + ring) > share)
+        ring /= 2;
+    if (ring == st->ring_size) return;
+    static atomic_int said;
+    char a[32], b[32], sp[600];
+    CC__LOG(atomic_exchange(&said, 1) ? CC_LOG_LEVEL_INFO : CC_LOG_LEVEL_WARN, CC_SUBSYS_SHM,
+            "shm: %s for %d local ranks: rings of %s instead of CCOMM_SHM_RING_SIZE=%s; for "
+            "full-size rings give it more room (docker run --shm-size=1g)",
+            cc__space_str(dir, sp, sizeof(sp)), st->nlocal, cc__bytes_str(ring, a, sizeof(a)),
+            cc__bytes_str(st->ring_size, b, sizeof(b)));
+    st->ring_size = ring;
+}
+
+/* What ran out, how much was needed and what to set. */
+static void say_no_room(const struct cc__shm_state *st, size_t len, int e)
+{
+    char need[32], ring[32], sp[600];
+    cc_log_error(CC_SUBSYS_SHM,
+                 "shm: cannot reserve %s for segment %s: %s (%s); each rank needs 4 KiB + %d "
+                 "peers x (4 KiB + a ring of %s): give CCOMM_SHM_DIR more room (docker run "
+                 "--shm-size=1g), lower CCOMM_SHM_RING_SIZE, or set CCOMM_SHM_DIR to a larger "
+                 "tmpfs",
+                 cc__bytes_str(len, need, sizeof(need)), st->path, strerror(e),
+                 cc__space_str(cc__cfg()->shm_dir, sp, sizeof(sp)), st->nlocal - 1,
+                 cc__bytes_str(st->ring_size, ring, sizeof(ring)));
+}
+
 /* Phase 0: this rank's mailbox. */
 static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
 {
-    size_t nslots = (size_t)st->nlocal - 1, stride = CC__SHM_PAGE + st->ring_size;
+    size_t nslots = (size_t)st->nlocal - 1;
+    fit_ring(st, nslots);
+    size_t stride = CC__SHM_PAGE + st->ring_size;
     size_t len = CC__SHM_PAGE + nslots * stride;
     int fd;
     if (mbox_path(net, net->rank, (int)getpid(), st->path, sizeof(st->path)) != 0) {
@@ -104,8 +148,11 @@ static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
     if (map == MAP_FAILED && e == 0) e = errno;
     close(fd);
     if (map == MAP_FAILED) {
-        cc_log_error(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of %s: %s", len, st->path,
-                     strerror(e));
+        if (e == ENOSPC)
+            say_no_room(st, len, e);
+        else
+            cc_log_error(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of %s: %s", len,
+                         st->path, strerror(e));
         return CC_ERR_SYSTEM;
     }
     struct cc__shm_mbox *mb = map;

@@ -59,10 +59,15 @@ typedef struct cc__peer_info {
     char addr[48];    /* numeric IP of the listener */
     char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
     char host[64];    /* gethostname() */
+    /* CCOMM_SHM_DIR's device and inode (0: cannot stat it). Ranks of one host
+     * whose directories differ (a private /dev/shm per container) cannot map
+     * each other's segments: they talk over TCP. */
+    uint64_t shm_dev;
+    uint64_t shm_ino;
 } cc__peer_info_t;
 
 #define CC__PEER_INFO_MAGIC   0x4343504eu /* "CCPN" */
-#define CC__PEER_INFO_VERSION 1u
+#define CC__PEER_INFO_VERSION 2u
 #define CC__INFO_FORCE_TCP    0x1u /* this rank's transport is "tcp" */
 
 /* A message held aside: it arrived before a receive matched it. */
@@ -206,6 +211,8 @@ cc_status_t cc__net_post_lost(struct cc__net *net, struct cc__peer *p, cc__req_t
 cc_status_t cc__peer_identity(cc__peer_info_t *info);
 /* Same host as far as shared memory is concerned (hostname, boot, netns, pidns). */
 int cc__peer_same_host(const cc__peer_info_t *a, const cc__peer_info_t *b);
+/* Same CCOMM_SHM_DIR (device and inode): each can map the other's segments. */
+int cc__peer_same_shm(const cc__peer_info_t *a, const cc__peer_info_t *b);
 /* pidfd for a peer process (-1 when the kernel has none; logged at info). */
 int cc__peer_pidfd(int pid);
 /* 1 when the process behind pidfd (or pid, when pidfd < 0) has exited (zombies too). */
