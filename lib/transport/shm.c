@@ -91,7 +91,7 @@ static cc_status_t open_mailbox_file(const char *path, int *fd)
  * what CCOMM_SHM_DIR has free when it looks (a container's /dev/shm is 64 MB
  * by default; 8 ranks with 1 MiB rings need 7.4 MB each). Rings are halved,
  * down to 64 KiB, until the mailbox fits its share; a peer reads the size
- * from the mailbox header, so ranks may differ. Said at WARN, once.
+ * from the mailbox header, so ranks may differ.
  */
 static void fit_ring(struct cc__shm_state *st, size_t nslots)
 {
@@ -103,7 +103,10 @@ static void fit_ring(struct cc__shm_state *st, size_t nslots)
     if (ring == st->ring_size) return;
     static atomic_int said;
     char a[32], b[32], sp[600];
-    CC__LOG(atomic_exchange(&said, 1) ? CC_LOG_LEVEL_INFO : CC_LOG_LEVEL_WARN, CC_SUBSYS_SHM,
+    /* Once per job and host (the first local rank, its first communicator). */
+    int first = !atomic_exchange(&said, 1) && st->my_local == 0;
+    int lvl = first ? CC_LOG_LEVEL_WARN : CC_LOG_LEVEL_INFO;
+    CC__LOG(lvl, CC_SUBSYS_SHM,
             "shm: %s for %d local ranks: rings of %s instead of CCOMM_SHM_RING_SIZE=%s; for "
             "full-size rings give it more room (docker run --shm-size=1g)",
             cc__space_str(dir, sp, sizeof(sp)), st->nlocal, cc__bytes_str(ring, a, sizeof(a)),
