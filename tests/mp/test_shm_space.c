@@ -21,62 +21,34 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 
 #include "ccomm/ccomm.h"
 #include "config.h"
 #include "mp.h"
+#include "tmpdir.h"
 
-static char dir[64];
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/ccomm-shm-space-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return td_make("ccomm-shm-space", 0700);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    td_remove();
     return 0;
-}
-
-/* "<dir>/<name>" */
-static const char *at(const char *name)
-{
-    static char buf[4][256];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 256, "%s/%s", dir, name);
-    return b;
 }
 
 /* The ranks' argument: "<mode> <dir>". */
 static char *arg_of(const char *mode)
 {
     static char buf[128];
-    snprintf(buf, sizeof(buf), "%s %s", mode, dir);
+    snprintf(buf, sizeof(buf), "%s %s", mode, td_dir);
     return buf;
 }
 
-static int file_has(const char *path, const char *needle)
-{
-    static char buf[1 << 16];
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return strstr(buf, needle) != NULL;
-}
 
 /* A rank (a fresh process: arg "<mode> <dir>" brings the directory): its
  * shm dir below <dir> is chosen by mode and rank, its log is <dir>/log.<rank>;
@@ -85,18 +57,18 @@ static int file_has(const char *path, const char *needle)
 static int rank_fn(int rank, int size, const char *addr, void *arg)
 {
     char mode[16];
-    if (sscanf(arg, "%15s %63s", mode, dir) != 2 || dir[0] != '/') return 9;
+    if (sscanf(arg, "%15s %63s", mode, td_dir) != 2 || td_dir[0] != '/') return 9;
     char shm[300], log[300];
     if (!strcmp(mode, "private")) /* ranks 0 and 1 share a /dev/shm, rank 2 has its own */
-        snprintf(shm, sizeof(shm), "%s/%s", dir, rank < 2 ? "shmA" : "shmB");
+        snprintf(shm, sizeof(shm), "%s/%s", td_dir, rank < 2 ? "shmA" : "shmB");
     else
-        snprintf(shm, sizeof(shm), "%s/tiny", dir);
+        snprintf(shm, sizeof(shm), "%s/tiny", td_dir);
     mkdir(shm, 01777);
-    snprintf(log, sizeof(log), "%s/log.%d", dir, rank);
+    snprintf(log, sizeof(log), "%s/log.%d", td_dir, rank);
     setenv("CCOMM_SHM_DIR", shm, 1);
     setenv("CCOMM_LOG_FILE", log, 1);
     setenv("CCOMM_LOG_LEVEL", "INFO", 1);
-    if (!strcmp(mode, "tiny")) setenv("CCOMM_RECORDER_DIR", at("tiny/rings"), 1);
+    if (!strcmp(mode, "tiny")) setenv("CCOMM_RECORDER_DIR", td_at("tiny/rings"), 1);
     cc__config_reload();
     cc_comm_t *comm = NULL;
     if (cc_comm_init(&comm, rank, size, addr, NULL) != CC_OK) return 3;
@@ -112,7 +84,7 @@ static void test_private_shm_per_container(void **state)
 {
     (void)state;
     char env_dir[300];
-    snprintf(env_dir, sizeof(env_dir), "CCOMM_RECORDER_DIR=%s/rings", dir);
+    snprintf(env_dir, sizeof(env_dir), "CCOMM_RECORDER_DIR=%s/rings", td_dir);
     const char *env[] = {env_dir, NULL};
     cc_test_child_t res[3];
     int bad = cc_test_fork_ranks(3, rank_fn, arg_of("private"), 60, env, res);
@@ -120,19 +92,19 @@ static void test_private_shm_per_container(void **state)
         printf("rank %d: %s %d\n", r, res[r].exited ? "exit" : "signal",
                res[r].exited ? res[r].code : res[r].signo);
     assert_int_equal(bad, 0);
-    assert_true(file_has(at("log.0"), "rank 0 of 3 connected: 1 peers over shm, 1 over tcp"));
-    assert_true(file_has(at("log.1"), "rank 1 of 3 connected: 1 peers over shm, 1 over tcp"));
-    assert_true(file_has(at("log.2"), "rank 2 of 3 connected: 0 peers over shm, 2 over tcp"));
-    assert_true(file_has(at("log.2"), "rank 0 is on this host but its CCOMM_SHM_DIR is another"));
+    assert_true(td_file_has(td_at("log.0"), "rank 0 of 3 connected: 1 peers over shm, 1 over tcp"));
+    assert_true(td_file_has(td_at("log.1"), "rank 1 of 3 connected: 1 peers over shm, 1 over tcp"));
+    assert_true(td_file_has(td_at("log.2"), "rank 2 of 3 connected: 0 peers over shm, 2 over tcp"));
+    assert_true(td_file_has(td_at("log.2"), "rank 0 is on this host but its CCOMM_SHM_DIR is another"));
 }
 
 /* 1 when a tmpfs of `size` is mounted at <dir>/tiny. */
 static int mount_tiny(const char *size)
 {
-    mkdir(at("tiny"), 0755);
+    mkdir(td_at("tiny"), 0755);
     char opt[64];
     snprintf(opt, sizeof(opt), "size=%s,mode=1777", size);
-    return mount("tmpfs", at("tiny"), "tmpfs", 0, opt) == 0;
+    return mount("tmpfs", td_at("tiny"), "tmpfs", 0, opt) == 0;
 }
 
 static void test_small_tmpfs_fits_smaller_rings(void **state)
@@ -140,18 +112,18 @@ static void test_small_tmpfs_fits_smaller_rings(void **state)
     (void)state;
     assert_true(mount_tiny("3m"));
     char env_dir[300];
-    snprintf(env_dir, sizeof(env_dir), "CCOMM_RECORDER_DIR=%s/rings", dir);
+    snprintf(env_dir, sizeof(env_dir), "CCOMM_RECORDER_DIR=%s/rings", td_dir);
     const char *env[] = {env_dir, NULL};
     int bad = cc_test_fork_ranks(4, rank_fn, arg_of("fit"), 60, env, NULL);
-    umount2(at("tiny"), MNT_DETACH);
+    umount2(td_at("tiny"), MNT_DETACH);
     assert_int_equal(bad, 0);
     /* The first rank to look may see a little less free: any halving is fine. */
     int said = 0;
     for (int r = 0; r < 4; r++) {
         char p[300];
-        snprintf(p, sizeof(p), "%s/log.%d", dir, r);
-        said += file_has(p, "free of 3.0 MiB for 4 local ranks: rings of ") &&
-                file_has(p, "KiB instead of CCOMM_SHM_RING_SIZE=1.0 MiB");
+        snprintf(p, sizeof(p), "%s/log.%d", td_dir, r);
+        said += td_file_has(p, "free of 3.0 MiB for 4 local ranks: rings of ") &&
+                td_file_has(p, "KiB instead of CCOMM_SHM_RING_SIZE=1.0 MiB");
     }
     assert_true(said >= 1);
 }
@@ -162,17 +134,17 @@ static void test_tmpfs_too_small_says_why(void **state)
     assert_true(mount_tiny("128k"));
     cc_test_child_t res[4];
     cc_test_fork_ranks(4, rank_fn, arg_of("tiny"), 60, NULL, res);
-    umount2(at("tiny"), MNT_DETACH);
+    umount2(td_at("tiny"), MNT_DETACH);
     for (int r = 0; r < 4; r++) assert_true(res[r].exited && res[r].code == 3);
     char p[300];
-    snprintf(p, sizeof(p), "%s/log.0", dir);
-    assert_true(file_has(p, "shm: cannot reserve "));
-    assert_true(file_has(p, ": No space left on device ("));
-    assert_true(file_has(p, "free of 128.0 KiB); each rank needs 4 KiB + 3 peers x (4 KiB + a "
+    snprintf(p, sizeof(p), "%s/log.0", td_dir);
+    assert_true(td_file_has(p, "shm: cannot reserve "));
+    assert_true(td_file_has(p, ": No space left on device ("));
+    assert_true(td_file_has(p, "free of 128.0 KiB); each rank needs 4 KiB + 3 peers x (4 KiB + a "
                             "ring of 64.0 KiB): give CCOMM_SHM_DIR more room (docker run "
                             "--shm-size=1g), lower CCOMM_SHM_RING_SIZE"));
     /* The recorder, in the same tmpfs, says what to set too (and the job went on to init). */
-    assert_true(file_has(p, "set CCOMM_RECORDER_DIR to a directory with room, lower "
+    assert_true(td_file_has(p, "set CCOMM_RECORDER_DIR to a directory with room, lower "
                             "CCOMM_RECORDER_ENTRIES"));
 }
 

@@ -21,7 +21,6 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,43 +31,26 @@
 #include "fsutil.h"
 #include "log.h"
 #include "recorder/recorder.h"
+#include "tmpdir.h"
 
 #define ATTACKER 65534 /* nobody */
 #define VICTIM 4242    /* a uid of no one: only its number matters */
 
-static char root_dir[64]; /* root of this test's files, 01777 like /tmp */
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
+/* Each test's files, in a directory 01777 like /tmp (tmpdir.h). */
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root_dir, sizeof(root_dir), "/tmp/ccomm-files-test-XXXXXX");
-    if (!mkdtemp(root_dir)) return -1;
     /* Like /tmp: the other uids make files here too (mkdtemp makes it 0700). */
-    return chmod(root_dir, 01777);
+    return td_make("ccomm-files-test", 01777);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    nftw(root_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    td_remove();
     return 0;
 }
 
-/* "<root>/<name>" */
-static const char *at(const char *name)
-{
-    static char buf[8][256];
-    static int k;
-    char *b = buf[k++ % 8];
-    snprintf(b, 256, "%s/%s", root_dir, name);
-    return b;
-}
 
 /* Run fn as `uid` in a forked child (uid -1: as we are); its return value. */
 static int as_user(int uid, int (*fn)(void *), void *arg)
@@ -92,7 +74,7 @@ static int as_user(int uid, int (*fn)(void *), void *arg)
 static void child_config(const char *name)
 {
     char path[300];
-    snprintf(path, sizeof(path), "%s/%s.%u", root_dir, name, (unsigned)geteuid());
+    snprintf(path, sizeof(path), "%s/%s.%u", td_dir, name, (unsigned)geteuid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd >= 0) dup2(fd, 2), close(fd);
     cc__config_reload();
@@ -104,20 +86,10 @@ static const char *err(const char *name, int uid)
     static char buf[4][300];
     static int k;
     char *b = buf[k++ % 4];
-    snprintf(b, 300, "%s/%s.%u", root_dir, name, uid < 0 ? (unsigned)geteuid() : (unsigned)uid);
+    snprintf(b, 300, "%s/%s.%u", td_dir, name, uid < 0 ? (unsigned)geteuid() : (unsigned)uid);
     return b;
 }
 
-static int file_has(const char *path, const char *needle)
-{
-    char buf[8192] = "";
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return strstr(buf, needle) != NULL;
-}
 
 static void write_file(const char *path, const char *text, unsigned mode)
 {
@@ -171,25 +143,25 @@ static int open_in(void *arg)
     }
     if (cc_recorder_ring_path() != NULL) return 3;
     char path[300];
-    snprintf(path, sizeof(path), "%s/open.err.%u", root_dir, (unsigned)geteuid());
-    return arg && !file_has(path, arg) ? 2 : 1;
+    snprintf(path, sizeof(path), "%s/open.err.%u", td_dir, (unsigned)geteuid());
+    return arg && !td_file_has(path, arg) ? 2 : 1;
 }
 
 /* A ring directory others may write to is refused; the recorder stays off. */
 static void test_dir_writable_by_others(void **state)
 {
     (void)state;
-    g_rec_dir = at("open-dir");
+    g_rec_dir = td_at("open-dir");
     assert_int_equal(mkdir(g_rec_dir, 0700), 0);
     assert_int_equal(chmod(g_rec_dir, 0777), 0);
     assert_int_equal(as_user(-1, open_in, "is writable by other users (mode 0777"), 1);
     /* The job directory below it too. */
     assert_int_equal(chmod(g_rec_dir, 0700), 0);
-    assert_int_equal(mkdir(at("open-dir/trap"), 0700), 0);
-    assert_int_equal(chmod(at("open-dir/trap"), 0770), 0);
+    assert_int_equal(mkdir(td_at("open-dir/trap"), 0700), 0);
+    assert_int_equal(chmod(td_at("open-dir/trap"), 0770), 0);
     assert_int_equal(as_user(-1, open_in, "open-dir/trap is writable by other users (mode 0770"), 1);
     /* Closed again: accepted. */
-    assert_int_equal(chmod(at("open-dir/trap"), 0700), 0);
+    assert_int_equal(chmod(td_at("open-dir/trap"), 0700), 0);
     assert_int_equal(as_user(-1, open_in, NULL), 0);
 }
 
@@ -197,11 +169,11 @@ static void test_dir_writable_by_others(void **state)
 static void test_parent_without_sticky_bit(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(at("open-parent"), 0700), 0);
-    assert_int_equal(chmod(at("open-parent"), 0777), 0);
-    g_rec_dir = at("open-parent/rings");
+    assert_int_equal(mkdir(td_at("open-parent"), 0700), 0);
+    assert_int_equal(chmod(td_at("open-parent"), 0777), 0);
+    g_rec_dir = td_at("open-parent/rings");
     assert_int_equal(as_user(-1, open_in, "has no sticky bit (mode 0777)"), 1);
-    assert_int_equal(chmod(at("open-parent"), 01777), 0);
+    assert_int_equal(chmod(td_at("open-parent"), 01777), 0);
     assert_int_equal(as_user(-1, open_in, NULL), 0);
 }
 
@@ -221,17 +193,17 @@ static int clog_open_at(void *arg)
 static void test_clog_link_not_followed(void **state)
 {
     (void)state;
-    write_file(at("precious"), "keep me\n", 0600);
-    assert_int_equal(symlink(at("precious"), at("clog.0.log")), 0);
-    assert_int_equal(as_user(-1, clog_open_at, (void *)at("clog.0.log")), 1);
-    assert_true(file_has(err("clog.err", -1), "is a symbolic link (not followed)"));
-    assert_true(file_has(at("precious"), "keep me"));
+    write_file(td_at("precious"), "keep me\n", 0600);
+    assert_int_equal(symlink(td_at("precious"), td_at("clog.0.log")), 0);
+    assert_int_equal(as_user(-1, clog_open_at, (void *)td_at("clog.0.log")), 1);
+    assert_true(td_file_has(err("clog.err", -1), "is a symbolic link (not followed)"));
+    assert_true(td_file_has(td_at("precious"), "keep me"));
     /* A file of our own is reused and truncated; a new one is ours, 0600. */
-    assert_int_equal(as_user(-1, clog_open_at, (void *)at("precious")), 0);
-    assert_false(file_has(at("precious"), "keep me"));
-    assert_int_equal(as_user(-1, clog_open_at, (void *)at("clog.new.log")), 0);
+    assert_int_equal(as_user(-1, clog_open_at, (void *)td_at("precious")), 0);
+    assert_false(td_file_has(td_at("precious"), "keep me"));
+    assert_int_equal(as_user(-1, clog_open_at, (void *)td_at("clog.new.log")), 0);
     struct stat st;
-    assert_int_equal(stat(at("clog.new.log"), &st), 0);
+    assert_int_equal(stat(td_at("clog.new.log"), &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
 }
 
@@ -248,12 +220,12 @@ static int log_to(void *arg)
 static void test_log_link_not_followed(void **state)
 {
     (void)state;
-    write_file(at("precious-log"), "keep me\n", 0600);
-    assert_int_equal(symlink(at("precious-log"), at("ccomm.log")), 0);
-    assert_int_equal(as_user(-1, log_to, (void *)at("ccomm.log")), 0);
-    assert_false(file_has(at("precious-log"), "error of the test"));
-    assert_true(file_has(err("log.err", -1), "is a symbolic link (not followed); logging to stderr"));
-    assert_true(file_has(err("log.err", -1), "second error of the test"));
+    write_file(td_at("precious-log"), "keep me\n", 0600);
+    assert_int_equal(symlink(td_at("precious-log"), td_at("ccomm.log")), 0);
+    assert_int_equal(as_user(-1, log_to, (void *)td_at("ccomm.log")), 0);
+    assert_false(td_file_has(td_at("precious-log"), "error of the test"));
+    assert_true(td_file_has(err("log.err", -1), "is a symbolic link (not followed); logging to stderr"));
+    assert_true(td_file_has(err("log.err", -1), "second error of the test"));
 }
 
 /* Finding 14: a full disk must not swallow the errors. */
@@ -261,10 +233,10 @@ static void test_log_full_disk(void **state)
 {
     (void)state;
     assert_int_equal(as_user(-1, log_to, (void *)"/dev/full"), 0);
-    assert_true(file_has(err("log.err", -1), "CCOMM_LOG_FILE \"/dev/full\": cannot write: No space left on "
+    assert_true(td_file_has(err("log.err", -1), "CCOMM_LOG_FILE \"/dev/full\": cannot write: No space left on "
                                         "device; logging to stderr from now on"));
-    assert_true(file_has(err("log.err", -1), "first error of the test"));
-    assert_true(file_has(err("log.err", -1), "second error of the test"));
+    assert_true(td_file_has(err("log.err", -1), "first error of the test"));
+    assert_true(td_file_has(err("log.err", -1), "second error of the test"));
     /* Said once, not once per line. */
     char buf[8192] = "";
     FILE *f = fopen(err("log.err", -1), "r");
@@ -279,9 +251,9 @@ static void test_log_full_disk(void **state)
 static int exit_after(void *arg)
 {
     const char *how = arg;
-    setenv("CCOMM_RECORDER_DIR", at("exit-rings"), 1);
+    setenv("CCOMM_RECORDER_DIR", td_at("exit-rings"), 1);
     setenv("CCOMM_JOB_ID", "exitjob", 1);
-    setenv("CCOMM_DUMP_DIR", at("exit-dumps"), 1);
+    setenv("CCOMM_DUMP_DIR", td_at("exit-dumps"), 1);
     if (!strcmp(how, "keep")) setenv("CCOMM_RECORDER_KEEP", "1", 1);
     child_config("exit.err");
     if (cc__recorder_open(0, 1, NULL) != CC_OK) return 1;
@@ -299,7 +271,7 @@ static int exit_after(void *arg)
 static int rings_left(void)
 {
     char path[300];
-    snprintf(path, sizeof(path), "%s/exitjob", at("exit-rings"));
+    snprintf(path, sizeof(path), "%s/exitjob", td_at("exit-rings"));
     int n = 0;
     DIR *d = opendir(path);
     if (!d) return 0; /* the job's directory went with its last ring */
@@ -330,8 +302,8 @@ static int attacker_squats(void *arg)
 {
     (void)arg;
     /* The victim's predictable names, open to all, with a ring file ready. */
-    if (mkdir(at("shm/victim-rings"), 0777) || chmod(at("shm/victim-rings"), 0777)) return 1;
-    if (mkdir(at("shm/victim-rings/trap"), 0777) || chmod(at("shm/victim-rings/trap"), 0777)) return 2;
+    if (mkdir(td_at("shm/victim-rings"), 0777) || chmod(td_at("shm/victim-rings"), 0777)) return 1;
+    if (mkdir(td_at("shm/victim-rings/trap"), 0777) || chmod(td_at("shm/victim-rings/trap"), 0777)) return 2;
     return 0;
 }
 
@@ -350,18 +322,18 @@ static int attacker_plants(void *arg)
 static void test_recorder_dir_of_another_user(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(at("shm"), 0700), 0);
-    assert_int_equal(chmod(at("shm"), 01777), 0); /* like /dev/shm */
+    assert_int_equal(mkdir(td_at("shm"), 0700), 0);
+    assert_int_equal(chmod(td_at("shm"), 01777), 0); /* like /dev/shm */
     assert_int_equal(as_user(ATTACKER, attacker_squats, NULL), 0);
-    g_rec_dir = at("shm/victim-rings");
+    g_rec_dir = td_at("shm/victim-rings");
     char want[64];
     snprintf(want, sizeof(want), "belongs to uid %d, not to this user (uid %d)", ATTACKER, VICTIM);
     assert_int_equal(as_user(VICTIM, open_in, want), 1);
     /* Nothing of the victim's in the attacker's directory. */
-    assert_int_equal(rmdir(at("shm/victim-rings/trap")), 0);
+    assert_int_equal(rmdir(td_at("shm/victim-rings/trap")), 0);
     /* Root is a victim too (it may write anywhere). */
     assert_int_equal(as_user(-1, open_in, "belongs to uid 65534, not to this user (uid 0)"), 1);
-    assert_int_equal(rmdir(at("shm/victim-rings/trap")), -1);
+    assert_int_equal(rmdir(td_at("shm/victim-rings/trap")), -1);
     assert_int_equal(errno, ENOENT);
 }
 
@@ -390,41 +362,41 @@ static int open_over_stale(void *arg)
 static void test_stale_ring_of_another_user(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(at("own"), 0700), 0);
-    assert_int_equal(mkdir(at("own/trap"), 0700), 0);
-    g_rec_dir = at("own");
+    assert_int_equal(mkdir(td_at("own"), 0700), 0);
+    assert_int_equal(mkdir(td_at("own/trap"), 0700), 0);
+    g_rec_dir = td_at("own");
     assert_int_equal(as_user(-1, open_over_stale, NULL), 0);
-    assert_true(file_has(err("stale.err", -1), "removing stale ring file"));
+    assert_true(td_file_has(err("stale.err", -1), "removing stale ring file"));
 }
 
 /* A dump directory another user made: no dump is written into it. */
 static int dump_into(void *arg)
 {
     (void)arg;
-    setenv("CCOMM_RECORDER_DIR", at("dumprings"), 1);
-    setenv("CCOMM_DUMP_DIR", at("shm/dumps"), 1);
+    setenv("CCOMM_RECORDER_DIR", td_at("dumprings"), 1);
+    setenv("CCOMM_DUMP_DIR", td_at("shm/dumps"), 1);
     child_config("dump.err");
     if (cc__recorder_open(0, 1, NULL) != CC_OK) return 3;
     cc_status_t st = cc_recorder_dump(NULL);
     if (st == CC_OK) return 0;
     char path[300];
-    snprintf(path, sizeof(path), "%s/dump.err.%u", root_dir, (unsigned)geteuid());
-    return file_has(path, "shm/dumps belongs to uid 65534") ? 1 : 2;
+    snprintf(path, sizeof(path), "%s/dump.err.%u", td_dir, (unsigned)geteuid());
+    return td_file_has(path, "shm/dumps belongs to uid 65534") ? 1 : 2;
 }
 
 static int attacker_dump_dir(void *arg)
 {
     (void)arg;
-    return mkdir(at("shm/dumps"), 0777) || chmod(at("shm/dumps"), 0777);
+    return mkdir(td_at("shm/dumps"), 0777) || chmod(td_at("shm/dumps"), 0777);
 }
 
 static void test_dump_dir_of_another_user(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(at("shm"), 0700), 0);
-    assert_int_equal(chmod(at("shm"), 01777), 0);
-    assert_int_equal(mkdir(at("dumprings"), 0700), 0);
-    assert_int_equal(chown(at("dumprings"), VICTIM, VICTIM), 0);
+    assert_int_equal(mkdir(td_at("shm"), 0700), 0);
+    assert_int_equal(chmod(td_at("shm"), 01777), 0);
+    assert_int_equal(mkdir(td_at("dumprings"), 0700), 0);
+    assert_int_equal(chown(td_at("dumprings"), VICTIM, VICTIM), 0);
     assert_int_equal(as_user(ATTACKER, attacker_dump_dir, NULL), 0);
     assert_int_equal(as_user(VICTIM, dump_into, NULL), 1);
 }
@@ -434,21 +406,21 @@ static void test_dump_dir_of_another_user(void **state)
 static void test_clog_file_of_another_user(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(at("team"), 0700), 0);
-    assert_int_equal(chmod(at("team"), 0777), 0); /* shared, no sticky bit */
-    assert_int_equal(as_user(ATTACKER, attacker_plants, (void *)at("team/clog.0.log")), 0);
-    assert_int_equal(as_user(VICTIM, clog_open_at, (void *)at("team/clog.0.log")), 1);
-    assert_true(file_has(err("clog.err", VICTIM), "belongs to uid 65534, not to this user (uid 4242)"));
+    assert_int_equal(mkdir(td_at("team"), 0700), 0);
+    assert_int_equal(chmod(td_at("team"), 0777), 0); /* shared, no sticky bit */
+    assert_int_equal(as_user(ATTACKER, attacker_plants, (void *)td_at("team/clog.0.log")), 0);
+    assert_int_equal(as_user(VICTIM, clog_open_at, (void *)td_at("team/clog.0.log")), 1);
+    assert_true(td_file_has(err("clog.err", VICTIM), "belongs to uid 65534, not to this user (uid 4242)"));
     struct stat st;
-    assert_int_equal(stat(at("team/clog.0.log"), &st), 0);
+    assert_int_equal(stat(td_at("team/clog.0.log"), &st), 0);
     assert_int_equal(st.st_size, 0);
     /* The log file likewise. */
-    assert_int_equal(as_user(ATTACKER, attacker_plants, (void *)at("team/ccomm.log")), 0);
-    assert_int_equal(as_user(VICTIM, log_to, (void *)at("team/ccomm.log")), 0);
-    assert_int_equal(stat(at("team/ccomm.log"), &st), 0);
+    assert_int_equal(as_user(ATTACKER, attacker_plants, (void *)td_at("team/ccomm.log")), 0);
+    assert_int_equal(as_user(VICTIM, log_to, (void *)td_at("team/ccomm.log")), 0);
+    assert_int_equal(stat(td_at("team/ccomm.log"), &st), 0);
     assert_int_equal(st.st_size, 0);
-    assert_true(file_has(err("log.err", VICTIM), "belongs to uid 65534"));
-    assert_true(file_has(err("log.err", VICTIM), "second error of the test"));
+    assert_true(td_file_has(err("log.err", VICTIM), "belongs to uid 65534"));
+    assert_true(td_file_has(err("log.err", VICTIM), "second error of the test"));
 }
 
 int main(int argc, char **argv)
