@@ -102,8 +102,10 @@ static int links_untrusted(const char *dir, uid_t me, char *why, size_t len)
 static int parents_untrusted(char *real, const char *dir, char *why, size_t len)
 {
     for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
-        if (slash == real) slash[1] = '\0';
-        else *slash = '\0';
+        if (slash == real)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
         struct stat st;
         if (stat(real, &st) != 0)
             return say(why, len, "cannot inspect %s above %s: %s", real, dir, strerror(errno));
@@ -119,7 +121,8 @@ static int parents_untrusted(char *real, const char *dir, char *why, size_t len)
 int cc__dir_untrusted(const char *dir, char *why, size_t len)
 {
     uid_t me = geteuid();
-    if (!dir || !*dir || strlen(dir) >= PATH_MAX) return say(why, len, "directory name is empty or too long");
+    if (!dir || !*dir || strlen(dir) >= PATH_MAX)
+        return say(why, len, "directory name is empty or too long");
     if (links_untrusted(dir, me, why, len)) return -1;
     char real[PATH_MAX];
     struct stat st;
@@ -130,7 +133,8 @@ int cc__dir_untrusted(const char *dir, char *why, size_t len)
         return say(why, len, "%s belongs to uid %u, not to this user (uid %u)", dir,
                    (unsigned)st.st_uid, (unsigned)me);
     if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return say(why, len, "%s is writable by other users (mode %04o; chmod go-w, or use a new directory)",
+        return say(why, len,
+                   "%s is writable by other users (mode %04o; chmod go-w, or use a new directory)",
                    dir, (unsigned)(st.st_mode & 07777));
     return parents_untrusted(real, dir, why, len);
 }
@@ -156,7 +160,8 @@ int cc__fd_own_file(int fd, const char *path, char *why, size_t len)
                    (unsigned)st.st_uid, (unsigned)geteuid());
     /* A second name may be in a directory someone else controls. */
     if (st.st_nlink != 1)
-        return say(why, len, "%s has %lu hard links (expected 1)", path, (unsigned long)st.st_nlink);
+        return say(why, len, "%s has %lu hard links (expected 1)", path,
+                   (unsigned long)st.st_nlink);
     return 0;
 }
 
@@ -167,8 +172,8 @@ static int open_existing(const char *path, int append, char *why, size_t len)
     if (fd < 0) {
         int e = errno;
         /* Linux says ELOOP for a link under O_NOFOLLOW: say what it means. */
-        say(why, len, e == ELOOP ? "%s is a symbolic link (not followed)" : "cannot open %s: %s", path,
-            strerror(e));
+        say(why, len, e == ELOOP ? "%s is a symbolic link (not followed)" : "cannot open %s: %s",
+            path, strerror(e));
         errno = e;
         return -1;
     }
@@ -196,8 +201,9 @@ int cc__open_own(const char *path, int append, unsigned mode, char *why, size_t 
         errno = EINVAL;
         return say(why, len, "file name is empty");
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW |
-                            (append ? O_APPEND : 0),
+    int fd = open(path,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW |
+                      (append ? O_APPEND : 0),
                   (mode_t)mode);
     if (fd >= 0) return fd;
     if (errno != EEXIST) {
@@ -221,9 +227,12 @@ const char *cc__bytes_str(uint64_t n, char *buf, size_t len)
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)n;
     int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
-    if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)n);
-    else snprintf(buf, len, "%.1f %s", v, unit[u]);
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)n);
+    else
+        snprintf(buf, len, "%.1f %s", v, unit[u]);
     return buf;
 }
 

@@ -22,7 +22,7 @@
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
 _Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
 
-static _Atomic int g_fd = 2;  /* the log file, or 2; back to 2 for good once the file fails */
+static _Atomic int g_fd = 2; /* the log file, or 2; back to 2 for good once the file fails */
 static char g_path[4096];    /* the log file's name (expanded), for the notice of that */
 static _Atomic int g_rank = -1;
 static char g_host[64];

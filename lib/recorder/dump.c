@@ -406,7 +406,8 @@ static cc_status_t default_path(const cc__fr_ring_t *r, char *path, size_t cap)
         return CC_ERR_INVALID_ARG;
     }
     /* Private like the rings: a dump holds the same record. */
-    CC_CHECK(cc__mkdirs_private(cc__cfg()->dump_dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR"));
+    CC_CHECK(
+        cc__mkdirs_private(cc__cfg()->dump_dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR"));
     CC_CHECK(cc__mkdirs_private(dir, CC_SUBSYS_RECORDER, "recorder: CCOMM_DUMP_DIR"));
     for (unsigned k = 0; k < 100000; k++) {
         int m = k ? snprintf(path, cap, "%s/rank%d.%u.json", dir, r->hdr->rank, k)

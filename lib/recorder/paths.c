@@ -25,7 +25,6 @@ void cc__fr_job_component(const char *job_id, char *out, size_t cap)
         snprintf(out, cap, "%s", "nojob");
 }
 
-
 int cc__fr_base_dir(char *out, size_t cap)
 {
     const char *pat = cc__cfg()->recorder_dir;

@@ -19,5 +19,4 @@ void cc__fr_job_component(const char *job_id, char *out, size_t cap);
  */
 int cc__fr_base_dir(char *out, size_t cap);
 
-
 #endif /* CC_RECORDER_PATHS_H */

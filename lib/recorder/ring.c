@@ -428,9 +428,9 @@ static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
         snprintf(dir, sizeof(dir), "%s", path);
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) *slash = '\0';
-        cc_log_error(CC_SUBSYS_RECORDER,
-                     "recorder: cannot reserve %s for %s: %s (%s)%s", cc__bytes_str(size, need, sizeof(need)),
-                     path, strerror(err), cc__space_str(dir, sp, sizeof(sp)),
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot reserve %s for %s: %s (%s)%s",
+                     cc__bytes_str(size, need, sizeof(need)), path, strerror(err),
+                     cc__space_str(dir, sp, sizeof(sp)),
                      err == ENOSPC ? "; set CCOMM_RECORDER_DIR to a directory with room, lower "
                                      "CCOMM_RECORDER_ENTRIES, or give /dev/shm more room (docker "
                                      "run --shm-size=1g)"

@@ -159,7 +159,7 @@ static cc_status_t check_infos(cc__net_t *net)
 
 /* A peer on this host that cannot share memory with us: said once per
  * process at WARN (it is slower, and the fix is the container's), then INFO. */
-static void say_no_shm(const cc__net_t *net, int peer)
+static void say_no_shm(int peer)
 {
     static atomic_int said;
     int lvl = atomic_exchange(&said, 1) ? CC_LOG_LEVEL_INFO : CC_LOG_LEVEL_WARN;
@@ -168,7 +168,6 @@ static void say_no_shm(const cc__net_t *net, int peer)
             "directory than this rank's %s (a private /dev/shm per container?): using tcp to it; "
             "share one /dev/shm (docker run --ipc=host or --ipc=container:NAME) for shared memory",
             peer, cc__cfg()->shm_dir);
-    (void)net;
 }
 
 /* Pick each pair's transport; both sides compute the same answer. */
@@ -181,8 +180,10 @@ static void pick_transports(cc__net_t *net)
         if (i == net->rank) {
             tp = CC__TP_SELF;
         } else if (!((me->flags | q->flags) & CC__INFO_FORCE_TCP) && cc__peer_same_host(me, q)) {
-            if (cc__peer_same_shm(me, q)) tp = CC__TP_SHM;
-            else say_no_shm(net, i);
+            if (cc__peer_same_shm(me, q))
+                tp = CC__TP_SHM;
+            else
+                say_no_shm(i);
         }
         net->peers[i].tp = tp;
         net->tp_peers[tp]++;

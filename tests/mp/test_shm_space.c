@@ -21,12 +21,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-
 #include "ccomm/ccomm.h"
 #include "config.h"
 #include "mp.h"
 #include "tmpdir.h"
-
 
 static int setup(void **state)
 {
@@ -48,7 +46,6 @@ static char *arg_of(const char *mode)
     snprintf(buf, sizeof(buf), "%s %s", mode, td_dir);
     return buf;
 }
-
 
 /* A rank (a fresh process: arg "<mode> <dir>" brings the directory): its
  * shm dir below <dir> is chosen by mode and rank, its log is <dir>/log.<rank>;
@@ -95,7 +92,8 @@ static void test_private_shm_per_container(void **state)
     assert_true(td_file_has(td_at("log.0"), "rank 0 of 3 connected: 1 peers over shm, 1 over tcp"));
     assert_true(td_file_has(td_at("log.1"), "rank 1 of 3 connected: 1 peers over shm, 1 over tcp"));
     assert_true(td_file_has(td_at("log.2"), "rank 2 of 3 connected: 0 peers over shm, 2 over tcp"));
-    assert_true(td_file_has(td_at("log.2"), "rank 0 is on this host but its CCOMM_SHM_DIR is another"));
+    assert_true(
+        td_file_has(td_at("log.2"), "rank 0 is on this host but its CCOMM_SHM_DIR is another"));
 }
 
 /* 1 when a tmpfs of `size` is mounted at <dir>/tiny. */
@@ -135,17 +133,18 @@ static void test_tmpfs_too_small_says_why(void **state)
     cc_test_child_t res[4];
     cc_test_fork_ranks(4, rank_fn, arg_of("tiny"), 60, NULL, res);
     umount2(td_at("tiny"), MNT_DETACH);
-    for (int r = 0; r < 4; r++) assert_true(res[r].exited && res[r].code == 3);
+    for (int r = 0; r < 4; r++)
+        assert_true(res[r].exited && res[r].code == 3);
     char p[300];
     snprintf(p, sizeof(p), "%s/log.0", td_dir);
     assert_true(td_file_has(p, "shm: cannot reserve "));
     assert_true(td_file_has(p, ": No space left on device ("));
     assert_true(td_file_has(p, "free of 128.0 KiB); each rank needs 4 KiB + 3 peers x (4 KiB + a "
-                            "ring of 64.0 KiB): give CCOMM_SHM_DIR more room (docker run "
-                            "--shm-size=1g), lower CCOMM_SHM_RING_SIZE"));
+                               "ring of 64.0 KiB): give CCOMM_SHM_DIR more room (docker run "
+                               "--shm-size=1g), lower CCOMM_SHM_RING_SIZE"));
     /* The recorder, in the same tmpfs, says what to set too (and the job went on to init). */
     assert_true(td_file_has(p, "set CCOMM_RECORDER_DIR to a directory with room, lower "
-                            "CCOMM_RECORDER_ENTRIES"));
+                               "CCOMM_RECORDER_ENTRIES"));
 }
 
 int main(int argc, char **argv)

@@ -34,7 +34,7 @@
 #include "tmpdir.h"
 
 #define ATTACKER 65534 /* nobody */
-#define VICTIM 4242    /* a uid of no one: only its number matters */
+#define VICTIM   4242  /* a uid of no one: only its number matters */
 
 /* Each test's files, in a directory 01777 like /tmp (tmpdir.h). */
 static int setup(void **state)
@@ -51,14 +51,14 @@ static int teardown(void **state)
     return 0;
 }
 
-
 /* Run fn as `uid` in a forked child (uid -1: as we are); its return value. */
 static int as_user(int uid, int (*fn)(void *), void *arg)
 {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        if (uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0))
+        if (uid >= 0 &&
+            (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0))
             _exit(99);
         _exit(fn(arg));
     }
@@ -89,7 +89,6 @@ static const char *err(const char *name, int uid)
     snprintf(b, 300, "%s/%s.%u", td_dir, name, uid < 0 ? (unsigned)geteuid() : (unsigned)uid);
     return b;
 }
-
 
 static void write_file(const char *path, const char *text, unsigned mode)
 {
@@ -159,7 +158,8 @@ static void test_dir_writable_by_others(void **state)
     assert_int_equal(chmod(g_rec_dir, 0700), 0);
     assert_int_equal(mkdir(td_at("open-dir/trap"), 0700), 0);
     assert_int_equal(chmod(td_at("open-dir/trap"), 0770), 0);
-    assert_int_equal(as_user(-1, open_in, "open-dir/trap is writable by other users (mode 0770"), 1);
+    assert_int_equal(as_user(-1, open_in, "open-dir/trap is writable by other users (mode 0770"),
+                     1);
     /* Closed again: accepted. */
     assert_int_equal(chmod(td_at("open-dir/trap"), 0700), 0);
     assert_int_equal(as_user(-1, open_in, NULL), 0);
@@ -224,7 +224,8 @@ static void test_log_link_not_followed(void **state)
     assert_int_equal(symlink(td_at("precious-log"), td_at("ccomm.log")), 0);
     assert_int_equal(as_user(-1, log_to, (void *)td_at("ccomm.log")), 0);
     assert_false(td_file_has(td_at("precious-log"), "error of the test"));
-    assert_true(td_file_has(err("log.err", -1), "is a symbolic link (not followed); logging to stderr"));
+    assert_true(
+        td_file_has(err("log.err", -1), "is a symbolic link (not followed); logging to stderr"));
     assert_true(td_file_has(err("log.err", -1), "second error of the test"));
 }
 
@@ -233,8 +234,9 @@ static void test_log_full_disk(void **state)
 {
     (void)state;
     assert_int_equal(as_user(-1, log_to, (void *)"/dev/full"), 0);
-    assert_true(td_file_has(err("log.err", -1), "CCOMM_LOG_FILE \"/dev/full\": cannot write: No space left on "
-                                        "device; logging to stderr from now on"));
+    assert_true(td_file_has(err("log.err", -1),
+                            "CCOMM_LOG_FILE \"/dev/full\": cannot write: No space left on "
+                            "device; logging to stderr from now on"));
     assert_true(td_file_has(err("log.err", -1), "first error of the test"));
     assert_true(td_file_has(err("log.err", -1), "second error of the test"));
     /* Said once, not once per line. */
@@ -303,7 +305,8 @@ static int attacker_squats(void *arg)
     (void)arg;
     /* The victim's predictable names, open to all, with a ring file ready. */
     if (mkdir(td_at("shm/victim-rings"), 0777) || chmod(td_at("shm/victim-rings"), 0777)) return 1;
-    if (mkdir(td_at("shm/victim-rings/trap"), 0777) || chmod(td_at("shm/victim-rings/trap"), 0777)) return 2;
+    if (mkdir(td_at("shm/victim-rings/trap"), 0777) || chmod(td_at("shm/victim-rings/trap"), 0777))
+        return 2;
     return 0;
 }
 
@@ -410,7 +413,8 @@ static void test_clog_file_of_another_user(void **state)
     assert_int_equal(chmod(td_at("team"), 0777), 0); /* shared, no sticky bit */
     assert_int_equal(as_user(ATTACKER, attacker_plants, (void *)td_at("team/clog.0.log")), 0);
     assert_int_equal(as_user(VICTIM, clog_open_at, (void *)td_at("team/clog.0.log")), 1);
-    assert_true(td_file_has(err("clog.err", VICTIM), "belongs to uid 65534, not to this user (uid 4242)"));
+    assert_true(
+        td_file_has(err("clog.err", VICTIM), "belongs to uid 65534, not to this user (uid 4242)"));
     struct stat st;
     assert_int_equal(stat(td_at("team/clog.0.log"), &st), 0);
     assert_int_equal(st.st_size, 0);
