@@ -121,8 +121,8 @@ static void say_no_room(const struct cc__shm_state *st, size_t len, int e)
     cc_log_error(CC_SUBSYS_SHM,
                  "shm: cannot reserve %s for segment %s: %s (%s); each rank needs 4 KiB + %d "
                  "peers x (4 KiB + a ring of %s): give CCOMM_SHM_DIR more room (docker run "
-                 "--shm-size=1g), lower CCOMM_SHM_RING_SIZE, or set CCOMM_SHM_DIR to a larger "
-                 "tmpfs",
+                 "--shm-size=1g), lower CCOMM_SHM_RING_SIZE, set CCOMM_SHM_DIR to a larger "
+                 "tmpfs, or move the flight recorder's rings (CCOMM_RECORDER_DIR) elsewhere",
                  cc__bytes_str(len, need, sizeof(need)), st->path, strerror(e),
                  cc__space_str(cc__cfg()->shm_dir, sp, sizeof(sp)), st->nlocal - 1,
                  cc__bytes_str(st->ring_size, ring, sizeof(ring)));
