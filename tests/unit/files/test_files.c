@@ -427,6 +427,53 @@ static void test_clog_file_of_another_user(void **state)
     assert_true(td_file_has(err("log.err", VICTIM), "second error of the test"));
 }
 
+/* The job goes on without a recorder: a 1-rank communicator is made and
+ * runs an op, with the ring refused. */
+static int init_without_ring(void *arg)
+{
+    (void)arg;
+    setenv("CCOMM_RECORDER_DIR", td_at("shm/victim-rings"), 1);
+    setenv("CCOMM_STORE_LINGER", "0", 1); /* a solo job: no one to wait for */
+    child_config("init.err");
+    cc_comm_t *c = NULL;
+    if (cc_comm_init(&c, 0, 1, "127.0.0.1:0", NULL) != CC_OK) return 2;
+    int32_t x = 5, y = 0;
+    cc_status_t st = cc_allreduce(c, &x, &y, 1, CC_INT32, CC_SUM, NULL, NULL);
+    int ring = cc_recorder_ring_path() != NULL;
+    cc_comm_destroy(c);
+    return st == CC_OK && y == 5 && !ring ? 0 : 3;
+}
+
+static void test_job_goes_on_without_ring(void **state)
+{
+    (void)state;
+    assert_int_equal(mkdir(td_at("shm"), 0700), 0);
+    assert_int_equal(chmod(td_at("shm"), 01777), 0);
+    assert_int_equal(as_user(ATTACKER, attacker_squats, NULL), 0);
+    assert_int_equal(as_user(VICTIM, init_without_ring, NULL), 0);
+    assert_true(td_file_has(err("init.err", VICTIM), "flight recorder is off for this process"));
+}
+
+/* The check that guards every mapping (rings, shm segments, arenas): only
+ * this user's regular file with one link may back one. */
+static void test_only_own_files_back_a_mapping(void **state)
+{
+    (void)state;
+    char why[512];
+    write_file(td_at("mine"), "x", 0600);
+    int fd = open(td_at("mine"), O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(cc__fd_own_file(fd, td_at("mine"), why, sizeof(why)), 0);
+    assert_int_equal(link(td_at("mine"), td_at("second-name")), 0);
+    assert_int_equal(cc__fd_own_file(fd, td_at("mine"), why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "has 2 hard links"));
+    unlink(td_at("second-name"));
+    assert_int_equal(fchown(fd, ATTACKER, ATTACKER), 0);
+    assert_int_equal(cc__fd_own_file(fd, td_at("mine"), why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "belongs to uid 65534, not to this user (uid 0)"));
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest private_tests[] = {
@@ -443,6 +490,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_stale_ring_of_another_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_dir_of_another_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clog_file_of_another_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_goes_on_without_ring, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_own_files_back_a_mapping, setup, teardown),
     };
     if (argc > 1 && !strcmp(argv[1], "attack")) {
         if (geteuid() != 0) {
