@@ -35,9 +35,7 @@ void *realloc(void *p, size_t n)
 static void test_many_signatures(void **state)
 {
     (void)state;
-#if !COUNTING
-    skip();
-#else
+#if COUNTING
     char path[] = "/tmp/cclog-sigs-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -64,6 +62,10 @@ static void test_many_signatures(void **state)
 
 int main(void)
 {
+#if !COUNTING
+    printf("skipped: sanitizer builds have their own realloc\n");
+    return 77;
+#endif
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_many_signatures)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
