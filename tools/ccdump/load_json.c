@@ -538,6 +538,6 @@ int ccd_load_json_doc(ccd_job_t *job, json_t *doc, const char *path, ccd_rank_t 
 oom:
     free(pm);
     ccd_rank_free(r);
-    snprintf(err, errlen, "out of memory");
-    return CCD_LOAD_OOM;
+    snprintf(err, errlen, "%s", ccd_load_failure(job));
+    return job->comms_full ? CCD_LOAD_BAD : CCD_LOAD_OOM;
 }
