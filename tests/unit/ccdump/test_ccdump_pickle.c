@@ -30,6 +30,7 @@
 
 #include "ccdump.h"
 #include "fault.h"
+#include "job_env.h"
 #include "load.h"
 #include "pickle.h"
 #include "recorder/ring.h"
@@ -477,18 +478,7 @@ static int every_op_rank(int rank, int size, const char *addr, void *arg)
 
 static void run_job(cc_test_rank_fn fn, const char *name, int failures)
 {
-    char env_rec[200], env_dump[200], env_job[80];
-    snprintf(env_rec, sizeof(env_rec), "CCOMM_RECORDER_DIR=%s/rings", dir);
-    snprintf(env_dump, sizeof(env_dump), "CCOMM_DUMP_DIR=%s/dumps", dir);
-    snprintf(env_job, sizeof(env_job), "CCOMM_JOB_ID=%s", name);
-    const char *env[] = {env_rec,
-                         env_dump,
-                         env_job,
-                         "CCOMM_HEARTBEAT_MS=100",
-                         "CCOMM_LOG_LEVEL=NONE",
-                         "ASAN_OPTIONS=detect_leaks=0",
-                         NULL};
-    assert_int_equal(cc_test_fork_ranks(4, fn, dir, 60, env, NULL), failures);
+    assert_int_equal(ccd_test_job(fn, dir, name), failures);
 }
 
 /* fr_rules.py's findings on the pickles in `sub` (a new document). */
