@@ -40,7 +40,7 @@ static const char help[] =
     "analyzer could not take are left out, named on stderr and listed in the file's\n"
     "ccomm.left_out. ccomm's own keys stay under \"ccomm\" (the analyzer ignores\n"
     "them; ccdump reads them back, with the same diagnosis as the rings).\n"
-"\n"
+    "\n"
     "options:\n"
     "  --torch DIR          the directory to write (created)\n"
     "  -p, --prefix PREFIX  the file name prefix (default " DEFAULT_PREFIX ";\n"
@@ -225,39 +225,30 @@ static int put_entry(ccd_pkw_t *w, const json_t *e)
 }
 
 /* pg_config: {name: {name, desc, ranks}}, ranks as PyTorch's string "[0, 1]". */
-static int put_pg_config(ccd_pkw_t *w, const json_t *cfg)
+static int put_pg_config(ccd_pkw_t *w, const json_t *cfg, json_t *left)
 {
     const char *k;
     json_t *pg;
     ccd_pkw_mark(w);
     json_object_foreach((json_t *)cfg, k, pg)
     {
-        json_t *ranks = json_object_get(pg, "ranks");
-        put_key(w, k);
-        if (!json_is_array(ranks)) {
-            if (ccd_pkw_json(w, pg)) return -1;
+        char *ranks = json_is_object(pg) ? ccd_torch_ranks(json_object_get(pg, "ranks")) : NULL;
+        const char *desc = json_string_value(json_object_get(pg, "desc"));
+        if (!ranks) { /* the analyzer's literal_eval of it would fail */
+            json_array_append_new(left, json_pack("{s:s, s:s}", "process_group", k, "why",
+                                                  "its ranks are not a list of ranks"));
             continue;
         }
-        json_t *c = json_deep_copy(pg), *x;
-        char *txt = NULL;
-        size_t len = 0, i;
-        FILE *f = open_memstream(&txt, &len);
-        if (!c || !f) {
-            if (f) fclose(f);
-            free(txt);
-            json_decref(c);
-            return -1;
-        }
-        fputc('[', f);
-        json_array_foreach(ranks, i, x)
-            fprintf(f, "%s%lld", i ? ", " : "", (long long)as_int(x, -1));
-        fputc(']', f);
-        fclose(f);
-        json_object_set_new(c, "ranks", json_string(txt));
-        free(txt);
-        int rc = ccd_pkw_json(w, c);
-        json_decref(c);
-        if (rc) return -1;
+        put_key(w, k);
+        ccd_pkw_mark(w);
+        put_key(w, "name");
+        put_key(w, k);
+        put_key(w, "desc");
+        put_key(w, desc ? desc : "");
+        put_key(w, "ranks");
+        put_key(w, ranks);
+        ccd_pkw_dict_end(w);
+        free(ranks);
     }
     ccd_pkw_dict_end(w);
     return 0;
@@ -324,7 +315,7 @@ static int put_doc(ccd_pkw_t *w, const ccd_rank_t *r, const json_t *doc, json_t 
     put_key(w, "version");
     put_str_or(w, json_object_get(doc, "version"), "2.10");
     put_key(w, "pg_config");
-    if (put_pg_config(w, json_object_get(doc, "pg_config"))) return -1;
+    if (put_pg_config(w, json_object_get(doc, "pg_config"), left)) return -1;
     put_key(w, "pg_status");
     put_pg_status(w, json_object_get(doc, "pg_status"));
     put_key(w, "entries"); /* PyTorch's analyzer needs the key, even with no entry */
@@ -365,6 +356,12 @@ static void report_left(const ccd_rank_t *r, const json_t *left, FILE *err)
             break;
         }
         json_t *rid = json_object_get(o, "record_id");
+        const char *pg = json_string_value(json_object_get(o, "process_group"));
+        if (pg) {
+            fprintf(err, "ccdump export: rank %d: process group \"%.40s\" left out: %s\n", r->rank,
+                    pg, json_string_value(json_object_get(o, "why")));
+            continue;
+        }
         fprintf(err, "ccdump export: rank %d: entry %lld", r->rank,
                 (long long)json_integer_value(json_object_get(o, "index")));
         if (json_is_integer(rid))
@@ -374,8 +371,8 @@ static void report_left(const ccd_rank_t *r, const json_t *left, FILE *err)
     }
     if (n)
         fprintf(err,
-                "ccdump export: rank %d: %zu of its entries left out (listed in the file's "
-                "ccomm.left_out)\n",
+                "ccdump export: rank %d: %zu of its entries and process groups left out (listed "
+                "in the file's ccomm.left_out)\n",
                 r->rank, n);
 }
 

@@ -17,6 +17,13 @@
 const char *ccd_torch_op(const char *op, int from_ccomm);
 
 /*
+ * A process group's "ranks" (PyTorch's string "[0, 1]", or a list) as the
+ * string the analyzer parses (new, free it), or NULL when malformed (its
+ * literal_eval would fail).
+ */
+char *ccd_torch_ranks(const json_t *ranks);
+
+/*
  * The entries of rank r's dump document `doc` (borrowed) as PyTorch would
  * have recorded them: *entries (new) lists those exported; *left (new) one
  * {index, record_id, why[, entry]} per entry left out (the entry itself

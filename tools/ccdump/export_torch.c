@@ -187,6 +187,28 @@ static int32_t parse_members(const json_t *v, int32_t **out)
     }
 }
 
+char *ccd_torch_ranks(const json_t *v)
+{
+    int32_t *m = NULL, n = parse_members(v, &m);
+    const char *t = json_string_value(v);
+    int empty = json_is_array(v)
+                    ? !json_array_size(v)
+                    : t && strspn(t + strspn(t, " "), "[ ]") == strlen(t + strspn(t, " ")) &&
+                          strchr(t, '[') && strchr(t, ']');
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = n > 0 || empty ? open_memstream(&out, &len) : NULL;
+    if (f) {
+        fputc('[', f);
+        for (int32_t i = 0; i < n; i++)
+            fprintf(f, "%s%d", i ? ", " : "", m[i]);
+        fputc(']', f);
+        fclose(f);
+    }
+    free(m);
+    return out;
+}
+
 static int load_pgs(xctx_t *x, const json_t *cfg)
 {
     const char *k;

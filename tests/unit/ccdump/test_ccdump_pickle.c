@@ -609,6 +609,8 @@ static const char make_hostile[] =
     "    ents.append(e(5, 2, 'nccl:_allgather_base', [8], [16]))\n"
     "    d = {'version': '2.10', 'pg_config': {'0': {'name': '0', 'desc': 'default_pg',\n"
     "         'ranks': '[0, 1]'}}, 'pg_status': {}, 'entries': ents}\n"
+    "    if r == 0:\n"
+    "        d['pg_config']['9'] = {'name': '9', 'desc': 'broken', 'ranks': '[0, x'}\n"
     "    json.dump(d, open('%s/nccl_trace_rank_%d.json' % (out, r), 'w'))\n";
 
 static const char check_hostile[] =
@@ -617,7 +619,9 @@ static const char check_hostile[] =
     "names = [e['profiling_name'] for e in d['entries']]\n"
     "assert names == ['nccl:all_reduce', 'nccl:_all_gather_base'], names\n"
     "left = d['ccomm']['left_out']\n"
-    "assert [x['index'] for x in left] == [1, 2, 3, 4], left\n"
+    "assert [x['index'] for x in left if 'index' in x] == [1, 2, 3, 4], left\n"
+    "assert [x['process_group'] for x in left if 'process_group' in x] == ['9'], left\n"
+    "assert sorted(d['pg_config']) == ['0'], d['pg_config']\n"
     "assert [x['entry']['profiling_name'] for x in left if 'entry' in x] == ['nccl:frobnicate']\n"
     "assert 'format_version' not in d['ccomm']\n";
 
@@ -637,8 +641,9 @@ static void test_export_hostile(void **state)
                           "rank 0: entry 3 (record 3) left out: op \"frobnicate\" is not one "
                           "PyTorch's analyzer knows (kept under ccomm.left_out)",
                           "rank 0: entry 4 (record 4) left out: a send/recv whose ranks",
-                          "rank 0: 4 of its entries left out"};
-    for (int i = 0; i < 5; i++)
+                          "rank 0: process group \"9\" left out: its ranks are not a list",
+                          "rank 0: 5 of its entries and process groups left out"};
+    for (int i = 0; i < 6; i++)
         if (!strstr(err, said[i])) fail_msg("export does not say \"%s\":\n%s", said[i], err);
     free(out);
     free(err);
