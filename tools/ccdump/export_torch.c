@@ -187,14 +187,21 @@ static int32_t parse_members(const json_t *v, int32_t **out)
     }
 }
 
+/* "[]", spaces allowed around and inside. */
+static int empty_list(const char *t)
+{
+    t += strspn(t, " ");
+    if (*t++ != '[') return 0;
+    t += strspn(t, " ");
+    if (*t++ != ']') return 0;
+    return !t[strspn(t, " ")];
+}
+
 char *ccd_torch_ranks(const json_t *v)
 {
     int32_t *m = NULL, n = parse_members(v, &m);
     const char *t = json_string_value(v);
-    int empty = json_is_array(v)
-                    ? !json_array_size(v)
-                    : t && strspn(t + strspn(t, " "), "[ ]") == strlen(t + strspn(t, " ")) &&
-                          strchr(t, '[') && strchr(t, ']');
+    int empty = json_is_array(v) ? !json_array_size(v) : t && empty_list(t);
     char *out = NULL;
     size_t len = 0;
     FILE *f = n > 0 || empty ? open_memstream(&out, &len) : NULL;
