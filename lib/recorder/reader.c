@@ -29,12 +29,16 @@
 #define MAX_RECORD_SIZE 4096u /* comm and module records */
 #define LIVE_TRIES      2000  /* seqlock retries per slot while the writer runs */
 
+#define MAX_EXTENTS 4096 /* data extents of a sparse file remembered; more: all is data */
+
 struct cc__fr_reader {
     const unsigned char *base;
     size_t size;
     int mapped;          /* base was mapped by the reader */
     int own;             /* attached to this process's own ring */
     cc__fr_header_t hdr; /* validated copy of the fixed part */
+    uint64_t *data;      /* the file's data extents, [start, end) pairs; NULL: all data */
+    uint32_t ndata;      /* pairs in data */
 };
 
 /* Log and copy the message for the caller. Returns `st`. */
@@ -143,6 +147,45 @@ static cc_status_t check_header(const cc__fr_header_t *h, uint64_t fsize, char *
     return check_geometry(h, fsize, err, el);
 }
 
+/*
+ * Where a sparse file holds data (SEEK_DATA / SEEK_HOLE): a slot whose first
+ * word lies in a hole was never written, and reading it would only fault in
+ * zero pages (a ring claiming 2^24 slots of 4 KiB is 64 GiB of them). Without
+ * support, or past MAX_EXTENTS extents, the whole file counts as data.
+ */
+static void data_extents(int fd, size_t size, cc__fr_reader_t *r)
+{
+    uint64_t *v = malloc(2 * MAX_EXTENTS * sizeof(uint64_t));
+    uint32_t n = 0;
+    for (off_t at = 0; v && (uint64_t)at < size;) {
+        off_t d = lseek(fd, at, SEEK_DATA), h = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
+        if (d < 0 && errno == ENXIO) break; /* no data after `at` */
+        if (h < 0 || n == MAX_EXTENTS) {   /* unknown, or too fragmented: all is data */
+            free(v);
+            return;
+        }
+        v[2 * n] = (uint64_t)d, v[2 * n + 1] = (uint64_t)h, n++;
+        at = h;
+    }
+    r->data = v;
+    r->ndata = n;
+}
+
+/* Whether byte `off` of the file lies in data (not in a hole). */
+static int in_data(const cc__fr_reader_t *r, uint64_t off)
+{
+    if (!r->data) return 1;
+    uint32_t lo = 0, hi = r->ndata;
+    while (lo < hi) { /* the first extent ending after off */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->data[2 * mid + 1] <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->ndata && r->data[2 * lo] <= off;
+}
+
 /* Validate the header of [base, base + size) and make the reader. */
 static cc_status_t make_reader(const void *base, size_t size, int mapped, cc__fr_reader_t **out,
                                char *err, size_t errlen)
@@ -197,11 +240,16 @@ cc_status_t cc__fr_reader_open(const char *path, cc__fr_reader_t **out, char *er
     /* Shared, not private: a live writer's later words must be visible. */
     void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     int e = errno;
-    close(fd);
-    if (base == MAP_FAILED)
+    if (base == MAP_FAILED) {
+        close(fd);
         return fail(CC_ERR_SYSTEM, err, errlen, "cannot map %s: %s", path, strerror(e));
+    }
     cc_status_t s = make_reader(base, size, 1, out, err, errlen);
-    if (s != CC_OK) munmap(base, size);
+    if (s != CC_OK)
+        munmap(base, size);
+    else
+        data_extents(fd, size, *out);
+    close(fd);
     return s;
 }
 
@@ -209,6 +257,7 @@ void cc__fr_reader_close(cc__fr_reader_t *r)
 {
     if (!r) return;
     if (r->mapped) munmap((void *)(uintptr_t)r->base, r->size);
+    free(r->data);
     free(r);
 }
 
@@ -442,15 +491,33 @@ static int reserve(cc__fr_snapshot_t *s, uint32_t **slots, uint32_t n, uint32_t 
     return 0;
 }
 
-/* Slots a writer has touched (seq != 0): the copies' buffer is sized once. */
-static uint32_t used_slots(const cc__fr_reader_t *r)
+/*
+ * The slots the header's counter says were written: those of the last
+ * min(next_record_id, capacity) record ids, oldest first; a slot whose first
+ * word is in a hole of the file is left out too. Returns how many, with the
+ * first slot in *start.
+ */
+static uint32_t window(const cc__fr_reader_t *r, uint64_t next, uint32_t *start)
 {
-    const cc__fr_header_t *h = &r->hdr;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < h->capacity; i++)
-        n += __atomic_load_n((const uint64_t *)(const void *)(r->base + h->header_size +
-                                                             (uint64_t)i * h->entry_size),
-                             __ATOMIC_RELAXED) != 0;
+    uint32_t cap = r->hdr.capacity;
+    *start = next < cap ? 0 : (uint32_t)(next % cap);
+    return next < cap ? (uint32_t)next : cap;
+}
+
+static const unsigned char *slot_at(const cc__fr_reader_t *r, uint32_t i)
+{
+    uint64_t off = r->hdr.header_size + (uint64_t)i * r->hdr.entry_size;
+    return in_data(r, off) ? r->base + off : NULL;
+}
+
+/* Slots a writer has touched (seq != 0): the copies' buffer is sized once. */
+static uint32_t used_slots(const cc__fr_reader_t *r, uint64_t next)
+{
+    uint32_t start, n = 0, w = window(r, next, &start);
+    for (uint32_t k = 0; k < w; k++) {
+        const unsigned char *src = slot_at(r, (uint32_t)(((uint64_t)start + k) % r->hdr.capacity));
+        n += src && __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED) != 0;
+    }
     return n;
 }
 
@@ -458,18 +525,18 @@ static cc_status_t copy_entries(const cc__fr_reader_t *r, cc__fr_snapshot_t *s)
 {
     const cc__fr_header_t *h = &r->hdr;
     s->entry_size = h->entry_size;
-    uint32_t *slots = NULL, n = 0, cap = 0;
+    uint32_t *slots = NULL, n = 0, cap = 0, start;
     int tries = s->live ? LIVE_TRIES : 2;
     cc_status_t st = CC_OK;
     /* Room for what is there now (and a little that live writers may add). */
-    uint32_t want = used_slots(r);
+    uint32_t want = used_slots(r, s->hdr.next_record_id);
     if (want && reserve(s, &slots, 0, &cap, want + 16)) return CC_ERR_NO_MEMORY;
     /* From the oldest record's slot on: the copies come out in record order. */
-    uint32_t start = (uint32_t)(s->hdr.next_record_id % h->capacity);
-    for (uint32_t k = 0; k < h->capacity && st == CC_OK; k++) {
+    uint32_t w = window(r, s->hdr.next_record_id, &start);
+    for (uint32_t k = 0; k < w && st == CC_OK; k++) {
         uint32_t i = (uint32_t)(((uint64_t)start + k) % h->capacity);
-        const unsigned char *src = r->base + h->header_size + (uint64_t)i * h->entry_size;
-        if (!__atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED))
+        const unsigned char *src = slot_at(r, i);
+        if (!src || !__atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED))
             continue; /* never written */
         if (reserve(s, &slots, n, &cap, 0)) {
             st = CC_ERR_NO_MEMORY;

@@ -3,7 +3,9 @@
  * memfd and read through its /proc path, as ccdump reads a file. The pid
  * word is cleared so the reader never waits for a "live" writer (a random
  * pid may exist; waiting on a slot it pretends to hold is legitimate but
- * slow, and not what is being tested).
+ * slow, and not what is being tested). A file shorter than its header's
+ * file_size (up to 1 GiB) is extended with a hole, as a sparse ring is on
+ * disk: a seed of a few KiB can claim millions of empty slots.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = memfd_create("fuzz-ring", MFD_CLOEXEC);
     if (fd < 0) return 0;
     if (write(fd, buf, size) != (ssize_t)size) {
+        close(fd);
+        return 0;
+    }
+    uint64_t fsize = 0;
+    if (size >= offsetof(cc__fr_header_t, file_size) + 8)
+        memcpy(&fsize, buf + offsetof(cc__fr_header_t, file_size), 8);
+    if (fsize > size && fsize <= (1u << 30) && ftruncate(fd, (off_t)fsize)) {
         close(fd);
         return 0;
     }
@@ -93,13 +102,51 @@ static size_t make_ring(const char *path, int rank, int nops, uint8_t **out)
     return *out ? n : 0;
 }
 
+/* Issue 14, finding 4: 64 entries, each on a comm of its own that says 2^20 ranks. */
+static size_t big_comms(const char *path, uint8_t **out)
+{
+    cc__fr_ring_params_t p = {.capacity = 64, .rank = 0, .world_size = 4, .host = "fz",
+                              .job_id = "fuzz"};
+    cc__fr_ring_t *r = NULL;
+    if (cc__fr_ring_create(path, &p, &r) != CC_OK) return 0;
+    for (int i = 0; i < 64; i++) {
+        cc__fr_entry_t e = {.comm_id = 100 + (uint64_t)i, .type = CC_OP_ALLREDUCE,
+                            .dtype = CC_FLOAT32, .redop = CC_SUM, .rank = 0, .size = 1 << 20,
+                            .root = -1, .peer = -1, .coll_seq = 1, .op_id = (uint64_t)i + 1,
+                            .in_count = 4, .out_count = 4, .bytes = 16, .t_enqueue_ns = 1000};
+        cc__fr_ring_pre(r, &e, NULL);
+    }
+    size_t n = r->size;
+    *out = malloc(n);
+    if (*out) memcpy(*out, r->hdr, n);
+    cc__fr_ring_destroy(r);
+    unlink(path);
+    return *out ? n : 0;
+}
+
+/* Issue 14, finding 7: a valid ring whose header says 2^21 slots (the rest a hole). */
+static size_t sparse(const char *path, uint8_t **out)
+{
+    size_t n = make_ring(path, 0, 3, out);
+    if (!n) return 0;
+    cc__fr_header_t h;
+    memcpy(&h, *out, sizeof(h));
+    uint32_t cap = 1u << 21;
+    uint64_t fsize = h.header_size + (uint64_t)cap * h.entry_size;
+    memcpy(*out + offsetof(cc__fr_header_t, capacity), &cap, 4);
+    memcpy(*out + offsetof(cc__fr_header_t, file_size), &fsize, 8);
+    return n; /* the target extends it to file_size with a hole */
+}
+
 int fuzz_make_seeds(uint8_t **bufs, size_t *lens, int max)
 {
     char path[64];
     int n = 0;
-    for (int k = 0; k < 3 && n < max; k++) {
+    for (int k = 0; k < 5 && n < max; k++) {
         snprintf(path, sizeof(path), "/tmp/ccdump-fuzz-seed-%d-%d", (int)getpid(), k);
-        lens[n] = make_ring(path, k, 3 + 5 * k, &bufs[n]);
+        lens[n] = k < 3   ? make_ring(path, k, 3 + 5 * k, &bufs[n])
+                  : k == 3 ? big_comms(path, &bufs[n])
+                           : sparse(path, &bufs[n]);
         n += lens[n] != 0;
     }
     return n;

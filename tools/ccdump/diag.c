@@ -90,7 +90,7 @@ void ccd_describe_op(const ccd_diag_t *d, const ccd_rank_t *r, const ccd_entry_t
     const char *op = ccd_op_name(d->job, e->op), *cname = c && c->name[0] ? c->name : "?";
     if (e->flags & CCD_EF_P2P) {
         int32_t w = -1;
-        if (c && e->peer >= 0 && e->peer < c->size && c->members) w = c->members[e->peer];
+        if (c && e->peer >= 0 && e->peer < c->nlisted) w = c->members[e->peer];
         snprintf(buf, len, "%s %s rank %d #%llu on %s", op, (e->flags & CCD_EF_SEND) ? "to" : "from",
                  w >= 0 ? w : e->peer, (unsigned long long)e->seq, cname);
     } else if (e->flags & CCD_EF_COLL) {

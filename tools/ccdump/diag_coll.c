@@ -99,6 +99,8 @@ static void classify(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t s, json_t *
                                                                    : json_pack("{s:i}", "rank",
                                                                                m->world));
     }
+    /* Members the input knows nothing of (beyond its lists and records) have no record. */
+    p->count[CCD_AT_NO_RECORD] += ci->size - ci->n;
     for (int i = 1; i < 5; i++) {
         char key[48];
         snprintf(key, sizeof(key), "%s_ranks", keys[i]);
@@ -182,7 +184,7 @@ static json_t *comm_json(const ccd_cindex_t *ci)
     for (int32_t k = 0; m && k < ci->n; k++)
         json_array_append_new(m, json_integer(ci->m[k].world));
     return json_pack("{s:s, s:s, s:s, s:i, s:i, s:o}", "name", ci->c->name, "key", ci->c->key,
-                     "id", id, "size", ci->n, "members_with_records", (int)ci->nrecords,
+                     "id", id, "size", ci->size, "members_with_records", (int)ci->nrecords,
                      "members", m ? m : json_array());
 }
 

@@ -25,7 +25,8 @@ typedef struct p2p_acc {
 /* The world rank of comm rank k (or k when unknown, marked negative - 1). */
 static int32_t world_of(const ccd_cindex_t *ci, int32_t k)
 {
-    return k >= 0 && k < ci->n && ci->m[k].world >= 0 ? ci->m[k].world : -1;
+    const ccd_member_t *m = ccd_cindex_member(ci, k);
+    return m && m->world >= 0 ? m->world : -1;
 }
 
 static json_t *item(const ccd_diag_t *d, const ccd_cindex_t *ci, const ccd_member_t *a,
@@ -63,10 +64,10 @@ static void size_check(ccd_diag_t *d, const ccd_cindex_t *ci, const ccd_member_t
 static void check_op(ccd_diag_t *d, const ccd_cindex_t *ci, const ccd_member_t *a, int32_t ka,
                      const ccd_entry_t *e, p2p_acc_t *acc)
 {
-    if (e->peer < 0 || e->peer >= ci->n || !(e->flags & (CCD_EF_SEND | CCD_EF_RECV))) return;
-    const ccd_member_t *b = &ci->m[e->peer];
+    if (e->peer < 0 || !(e->flags & (CCD_EF_SEND | CCD_EF_RECV))) return;
+    const ccd_member_t *b = ccd_cindex_member(ci, e->peer);
     int send = (e->flags & CCD_EF_SEND) != 0;
-    if (!b->r) return; /* no record: the wait pass names it */
+    if (!b || !b->r) return; /* no record: the wait pass names it */
     uint64_t max = ccd_member_p2p_max(b, ka, !send);
     if (e->seq <= max) {
         if (send) size_check(d, ci, a, e, ccd_member_p2p(b, ka, 0, e->seq), acc);
@@ -121,7 +122,7 @@ static json_t *one_comm(ccd_diag_t *d, const ccd_cindex_t *ci)
     for (int32_t k = 0; k < ci->n; k++) {
         const ccd_member_t *a = &ci->m[k];
         for (uint32_t i = 0; a->r && i < a->np2p; i++)
-            check_op(d, ci, a, k, &a->r->e[a->p2p[i]], &acc);
+            check_op(d, ci, a, a->crank, &a->r->e[a->p2p[i]], &acc);
     }
     findings(d, ci, &acc);
     json_t *j = json_pack("{s:o, s:o, s:o, s:i, s:i}", "unmatched_sends", acc.sends,

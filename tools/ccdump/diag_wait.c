@@ -117,8 +117,8 @@ static void p2p_edge(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_c
 {
     const ccd_entry_t *e = &r->e[i];
     int32_t self = r->comms[e->comm].rank;
-    if (e->peer < 0 || e->peer >= ci->n || self < 0) return;
-    const ccd_member_t *b = &ci->m[e->peer];
+    const ccd_member_t *b = e->peer >= 0 ? ccd_cindex_member(ci, e->peer) : NULL;
+    if (!b || self < 0) return;
     int send = (e->flags & CCD_EF_SEND) != 0;
     if (b->world < 0 || b->world == r->rank || !(e->flags & (CCD_EF_SEND | CCD_EF_RECV))) return;
     int why = 0;

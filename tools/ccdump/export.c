@@ -3,23 +3,27 @@
  * PyTorch's flight recorder writes (REFERENCE.md), so that PyTorch's
  * analyzer (fr_trace / torchfrtrace, which loads pickles only) reads ccomm
  * jobs. The record's JSON dump (a ring is converted as `ccdump json` does)
- * is rewritten with PyTorch's types: ints as ints (pg_status too),
- * process_group a tuple, pg_config ranks the string "[0, 1]", frames a list
- * of {name, filename, line}, unknown discovery times None, "entries" always
- * present. PyTorch's analyzer accepts only its own backends and op names in
- * profiling_name, so ccomm's "ccomm:<op>" becomes "nccl:<PyTorch's op>";
- * ccomm's own name stays under the entry's "ccomm" key (with the rest of
- * ccomm's keys, which the analyzer ignores and ccdump reads back).
+ * has its entries translated to what PyTorch would have recorded
+ * (export_torch.c: names, sizes, numbers; entries the analyzer could not
+ * take are left out and listed), then written with PyTorch's types: ints as
+ * ints (pg_status too), process_group a tuple, pg_config ranks the string
+ * "[0, 1]", frames a list of {name, filename, line}, unknown discovery times
+ * None, "entries" always present. ccomm's own keys stay under "ccomm" (the
+ * analyzer ignores them; ccdump reads them back), with the process's fate
+ * as the ring told it (a dump alone cannot say a process was killed).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ccdump.h"
 #include "load.h"
+#include "export.h"
 #include "pickle.h"
 
 #define DEFAULT_PREFIX "nccl_trace_rank_"
@@ -27,13 +31,15 @@
 static const char help[] =
     "usage: ccdump export --torch DIR [-p PREFIX] FILE|DIR...\n"
     "Write each rank's record as a pickle that PyTorch's flight recorder analyzer\n"
-    "reads (python -m torch.distributed.flight_recorder.fr_trace DIR, or torchfrtrace):\n"
-    "DIR/<PREFIX><rank>, PyTorch's keys and types (version 2.x), one file per rank.\n"
+    "reads (PyTorch 2.5+: python -m torch.distributed.flight_recorder.fr_trace DIR, or\n"
+    "torchfrtrace; it reads pickles only): DIR/<PREFIX><rank>, one file per rank.\n"
     "Inputs are ccomm rings, ccomm JSON dumps and PyTorch / torchcomms dumps (JSON or\n"
-    "pickle). ccomm's op names become PyTorch's (\"ccomm:barrier\" is written\n"
-    "\"nccl:all_reduce_barrier\", the _v and _bytes variants their plain names);\n"
-    "ccomm's own keys stay under \"ccomm\" (the analyzer ignores them; ccdump reads\n"
-    "them back).\n"
+    "pickle). Entries are written as PyTorch would have recorded them: its op names\n"
+    "(\"ccomm:barrier\" is \"nccl:all_reduce_barrier\"), sizes and per-group numbers\n"
+    "(a grouped send/recv is a batch with a \"nccl:coalesced\" end). Entries the\n"
+    "analyzer could not take are left out, named on stderr and listed in the file's\n"
+    "ccomm.left_out. ccomm's own keys stay under \"ccomm\" (the analyzer ignores\n"
+    "them; ccdump reads them back, with the same diagnosis as the rings).\n"
     "\n"
     "options:\n"
     "  --torch DIR          the directory to write (created)\n"
@@ -41,28 +47,6 @@ static const char help[] =
     "                       torchcomms writes comm_lib_trace_rank_)\n"
     "  --in-prefix PREFIX   in input directories, PyTorch dumps are the files named\n"
     "                       PREFIX<rank> (default: inferred from the names)\n";
-
-/* ccomm op names as PyTorch's analyzer knows them (its COLLECTIVES and P2P sets). */
-static const char *torch_op(const char *op)
-{
-    static const char *const map[][2] = {{"barrier", "all_reduce_barrier"},
-                                         {"monitored_barrier", "all_reduce_barrier"},
-                                         {"all_gather_v", "all_gather"},
-                                         {"all_gather_bytes", "all_gather"},
-                                         {"reduce_scatter_v", "reduce_scatter"},
-                                         {"all_to_all_v", "all_to_all"},
-                                         {"gather_v", "gather"},
-                                         {"gather_bytes", "gather"},
-                                         {"scatter_v", "scatter"},
-                                         {"scatter_bytes", "scatter"},
-                                         {"broadcast_bytes", "broadcast"},
-                                         {"send_bytes", "send"},
-                                         {"recv_bytes", "recv"},
-                                         {"batch_op_issue", "coalesced"}};
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (!strcmp(op, map[i][0])) return map[i][1];
-    return op;
-}
 
 static void put_key(ccd_pkw_t *w, const char *k)
 {
@@ -90,20 +74,6 @@ static void put_str_or(ccd_pkw_t *w, const json_t *v, const char *dflt)
         ccd_pkw_str(w, s, json_string_length(v));
     else
         put_key(w, dflt);
-}
-
-/* "ccomm:barrier 0->1" as "nccl:all_reduce_barrier 0->1"; other backends as they are. */
-static void put_pname(ccd_pkw_t *w, const char *p)
-{
-    if (strncmp(p, "ccomm:", 6)) {
-        put_key(w, p);
-        return;
-    }
-    char op[64], out[160];
-    size_t n = strcspn(p + 6, " ");
-    snprintf(op, sizeof(op), "%.*s", (int)(n < sizeof(op) ? n : sizeof(op) - 1), p + 6);
-    snprintf(out, sizeof(out), "nccl:%s%s", torch_op(op), p + 6 + n);
-    put_key(w, out);
 }
 
 /* [[int, ...], ...] with every size an int. */
@@ -169,19 +139,6 @@ static int known_key(const char *k)
     return 0;
 }
 
-/* ccomm's per-entry keys plus "op", ccomm's own op name (the profiling name is PyTorch's). */
-static int put_ccomm(ccd_pkw_t *w, const json_t *x, const char *pname)
-{
-    json_t *c = json_is_object(x) ? json_deep_copy(x) : json_object();
-    const char *colon = strchr(pname, ':');
-    if (!c) return -1;
-    if (colon && !strncmp(pname, "ccomm:", 6))
-        json_object_set_new(c, "op", json_stringn(colon + 1, strcspn(colon + 1, " ")));
-    int rc = ccd_pkw_json(w, c);
-    json_decref(c);
-    return rc;
-}
-
 static int put_times(ccd_pkw_t *w, const json_t *e)
 {
     static const char *const t[] = {"time_discovered_started_ns", "time_discovered_completed_ns"};
@@ -220,8 +177,7 @@ static int put_tensors(ccd_pkw_t *w, const json_t *e)
 static int put_entry(ccd_pkw_t *w, const json_t *e)
 {
     const json_t *pg = json_object_get(e, "process_group"), *x;
-    const char *pname = json_string_value(json_object_get(e, "profiling_name")), *k;
-    if (!json_is_object(e)) return ccd_pkw_json(w, e);
+    const char *k;
     ccd_pkw_mark(w);
     for (size_t i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++) {
         put_key(w, int_keys[i]);
@@ -243,7 +199,7 @@ static int put_entry(ccd_pkw_t *w, const json_t *e)
     put_key(w, "thread_name");
     put_str_or(w, json_object_get(e, "thread_name"), "");
     put_key(w, "profiling_name");
-    put_pname(w, pname ? pname : "");
+    put_str_or(w, json_object_get(e, "profiling_name"), "");
     if ((x = json_object_get(e, "duration_ms")) && json_is_number(x)) {
         put_key(w, "duration_ms");
         ccd_pkw_float(w, json_number_value(x));
@@ -262,51 +218,37 @@ static int put_entry(ccd_pkw_t *w, const json_t *e)
     {
         if (known_key(k)) continue;
         put_key(w, k);
-        if (!strcmp(k, "ccomm") ? put_ccomm(w, x, pname ? pname : "") : ccd_pkw_json(w, x))
-            return -1;
-    }
-    if (!json_object_get(e, "ccomm") && pname && !strncmp(pname, "ccomm:", 6)) {
-        put_key(w, "ccomm");
-        if (put_ccomm(w, NULL, pname)) return -1;
+        if (ccd_pkw_json(w, x)) return -1;
     }
     ccd_pkw_dict_end(w);
     return 0;
 }
 
 /* pg_config: {name: {name, desc, ranks}}, ranks as PyTorch's string "[0, 1]". */
-static int put_pg_config(ccd_pkw_t *w, const json_t *cfg)
+static int put_pg_config(ccd_pkw_t *w, const json_t *cfg, json_t *left)
 {
     const char *k;
     json_t *pg;
     ccd_pkw_mark(w);
     json_object_foreach((json_t *)cfg, k, pg)
     {
-        json_t *ranks = json_object_get(pg, "ranks");
-        put_key(w, k);
-        if (!json_is_array(ranks)) {
-            if (ccd_pkw_json(w, pg)) return -1;
+        char *ranks = json_is_object(pg) ? ccd_torch_ranks(json_object_get(pg, "ranks")) : NULL;
+        const char *desc = json_string_value(json_object_get(pg, "desc"));
+        if (!ranks) { /* the analyzer's literal_eval of it would fail */
+            json_array_append_new(left, json_pack("{s:s, s:s}", "process_group", k, "why",
+                                                  "its ranks are not a list of ranks"));
             continue;
         }
-        json_t *c = json_deep_copy(pg), *x;
-        char *txt = NULL;
-        size_t len = 0, i;
-        FILE *f = open_memstream(&txt, &len);
-        if (!c || !f) {
-            if (f) fclose(f);
-            free(txt);
-            json_decref(c);
-            return -1;
-        }
-        fputc('[', f);
-        json_array_foreach(ranks, i, x)
-            fprintf(f, "%s%lld", i ? ", " : "", (long long)as_int(x, -1));
-        fputc(']', f);
-        fclose(f);
-        json_object_set_new(c, "ranks", json_string(txt));
-        free(txt);
-        int rc = ccd_pkw_json(w, c);
-        json_decref(c);
-        if (rc) return -1;
+        put_key(w, k);
+        ccd_pkw_mark(w);
+        put_key(w, "name");
+        put_key(w, k);
+        put_key(w, "desc");
+        put_key(w, desc ? desc : "");
+        put_key(w, "ranks");
+        put_key(w, ranks);
+        ccd_pkw_dict_end(w);
+        free(ranks);
     }
     ccd_pkw_dict_end(w);
     return 0;
@@ -332,8 +274,38 @@ static void put_pg_status(ccd_pkw_t *w, const json_t *st)
     ccd_pkw_dict_end(w);
 }
 
-/* The pickle of one rank's dump document. */
-static int put_doc(ccd_pkw_t *w, const json_t *doc)
+/*
+ * The top-level "ccomm" of the pickle: the dump's, plus what the ring knew
+ * of the process (running, stopped, gone: only a ring read on its host can
+ * tell, and ccdump reading the export must reach the same verdict) and the
+ * entries left out. A PyTorch dump gets one only for the latter, without
+ * "format_version", so that ccdump still reads it as PyTorch's.
+ */
+static json_t *ccomm_top(const ccd_rank_t *r, const json_t *doc, json_t *left)
+{
+    const json_t *cc = json_object_get(doc, "ccomm");
+    json_t *o = json_is_object(cc) ? json_copy((json_t *)cc) : json_object();
+    if (!o) return NULL;
+    /* The record ends where it ended for ccdump reading the ring: its last dump, or
+     * the moment it was read while the process still ran. */
+    if (r->src == CCD_SRC_RING)
+        json_object_set_new(o, "dump_time_ns",
+                            json_integer((json_int_t)(r->alive == 1 ? r->t_taken : r->t_dump)));
+    if (r->alive >= 0)
+        json_object_set_new(o, "process",
+                            json_pack("{s:b, s:b, s:I}", "alive", r->alive == 1, "stopped",
+                                      r->stopped == 1, "seen_ns", (json_int_t)r->t_taken));
+    if (json_array_size(left)) json_object_set(o, "left_out", left);
+    if (!json_object_size(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The pickle of one rank's dump document, its entries as PyTorch would have them. */
+static int put_doc(ccd_pkw_t *w, const ccd_rank_t *r, const json_t *doc, json_t *entries,
+                   json_t *left)
 {
     const char *k;
     json_t *x;
@@ -343,30 +315,69 @@ static int put_doc(ccd_pkw_t *w, const json_t *doc)
     put_key(w, "version");
     put_str_or(w, json_object_get(doc, "version"), "2.10");
     put_key(w, "pg_config");
-    if (put_pg_config(w, json_object_get(doc, "pg_config"))) return -1;
+    if (put_pg_config(w, json_object_get(doc, "pg_config"), left)) return -1;
     put_key(w, "pg_status");
     put_pg_status(w, json_object_get(doc, "pg_status"));
     put_key(w, "entries"); /* PyTorch's analyzer needs the key, even with no entry */
     ccd_pkw_mark(w);
-    json_array_foreach(json_object_get(doc, "entries"), i, x) if (put_entry(w, x)) return -1;
+    json_array_foreach(entries, i, x) if (put_entry(w, x)) return -1;
     ccd_pkw_list_end(w);
     json_object_foreach((json_t *)doc, k, x)
     {
-        static const char *const done[] = {"version", "pg_config", "pg_status", "entries"};
+        static const char *const done[] = {"version", "pg_config", "pg_status", "entries", "ccomm"};
         int skip = 0;
-        for (size_t j = 0; j < 4; j++)
+        for (size_t j = 0; j < 5; j++)
             skip |= !strcmp(k, done[j]);
         if (skip) continue;
         put_key(w, k);
         if (ccd_pkw_json(w, x)) return -1;
+    }
+    json_t *cc = ccomm_top(r, doc, left);
+    if (cc) {
+        put_key(w, "ccomm");
+        int rc = ccd_pkw_json(w, cc);
+        json_decref(cc);
+        if (rc) return -1;
     }
     ccd_pkw_dict_end(w);
     ccd_pkw_stop(w);
     return w->oom ? -1 : 0;
 }
 
+/* Say what was left out of rank r's export (a few lines; the file lists them all). */
+static void report_left(const ccd_rank_t *r, const json_t *left, FILE *err)
+{
+    size_t i, n = json_array_size(left);
+    json_t *o;
+    json_array_foreach((json_t *)left, i, o)
+    {
+        if (i == 5) {
+            fprintf(err, "ccdump export: rank %d: and %zu more left out\n", r->rank, n - 5);
+            break;
+        }
+        json_t *rid = json_object_get(o, "record_id");
+        const char *pg = json_string_value(json_object_get(o, "process_group"));
+        if (pg) {
+            fprintf(err, "ccdump export: rank %d: process group \"%.40s\" left out: %s\n", r->rank,
+                    pg, json_string_value(json_object_get(o, "why")));
+            continue;
+        }
+        fprintf(err, "ccdump export: rank %d: entry %lld", r->rank,
+                (long long)json_integer_value(json_object_get(o, "index")));
+        if (json_is_integer(rid))
+            fprintf(err, " (record %lld)", (long long)json_integer_value(rid));
+        fprintf(err, " left out: %s%s\n", json_string_value(json_object_get(o, "why")),
+                json_object_get(o, "entry") ? " (kept under ccomm.left_out)" : "");
+    }
+    if (n)
+        fprintf(err,
+                "ccdump export: rank %d: %zu of its entries and process groups left out (listed "
+                "in the file's ccomm.left_out)\n",
+                r->rank, n);
+}
+
 /* Write the buffer to path through a temporary file: a reader sees all of it or none. */
-static int write_atomic(const char *path, const ccd_pkw_t *w, FILE *err)
+static int write_atomic(const char *path, const ccd_pkw_t *w, uint64_t mtime_ns, FILE *err)
 {
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
@@ -381,6 +392,11 @@ static int write_atomic(const char *path, const ccd_pkw_t *w, FILE *err)
         unlink(tmp);
         return -1;
     }
+    /* A PyTorch dump's record ends when its file was written: the copy keeps that time. */
+    struct timespec t[2] = {{0, UTIME_OMIT},
+                            {(time_t)(mtime_ns / 1000000000u), (long)(mtime_ns % 1000000000u)}};
+    if (mtime_ns && utimensat(AT_FDCWD, path, t, 0))
+        fprintf(err, "ccdump: %s: cannot keep the dump's time: %s\n", path, strerror(errno));
     return 0;
 }
 
@@ -392,15 +408,20 @@ static int export_rank(const ccd_rank_t *r, const char *dir, const char *prefix,
         fprintf(err, "ccdump: rank %d: %s\n", r->rank, why);
         return -1;
     }
-    ccd_pkw_t w;
-    int rc = put_doc(&w, doc);
+    ccd_pkw_t w = {0};
+    json_t *entries = NULL, *left = NULL;
+    int rc = ccd_torch_entries(r, doc, &entries, &left);
+    if (!rc) rc = put_doc(&w, r, doc, entries, left);
+    if (!rc) report_left(r, left, err);
     json_decref(doc);
+    json_decref(entries);
+    json_decref(left);
     if (rc) fprintf(err, "ccdump: rank %d: out of memory or a document nested too deep\n", r->rank);
     if (snprintf(path, sizeof(path), "%s/%s%d", dir, prefix, r->rank) >= (int)sizeof(path)) {
         fprintf(err, "ccdump: %s: path too long\n", dir);
         rc = -1;
     }
-    if (!rc) rc = write_atomic(path, &w, err);
+    if (!rc) rc = write_atomic(path, &w, r->src == CCD_SRC_TORCH_JSON ? r->t_taken : 0, err);
     ccd_pkw_free(&w);
     return rc;
 }

@@ -84,7 +84,7 @@ static int32_t world_size_of(ccd_job_t *job)
         if (r->rank + 1 > w) w = r->rank + 1;
     }
     for (uint32_t g = 0; g < job->ncomms; g++)
-        for (int32_t k = 0; k < job->comms[g].size; k++)
+        for (int32_t k = 0; k < job->comms[g].nlisted; k++)
             if (job->comms[g].members[k] + 1 > w) w = job->comms[g].members[k] + 1;
     return w;
 }

@@ -27,40 +27,109 @@ static int by_p2p(const void *a, const void *b, void *ctx)
     return by_seq(a, b, ctx);
 }
 
-/* The comm's size: recorded, or the largest comm rank any member reported + 1. */
-static int32_t comm_size(const ccd_job_t *job, uint32_t g)
+/* One claim "this record is comm rank crank of comm g". */
+typedef struct claim {
+    uint32_t g;
+    int32_t crank;
+} claim_t;
+
+static int by_claim(const void *a, const void *b)
 {
-    int32_t n = job->comms[g].size;
-    for (int32_t w = 0; w < job->world_size; w++) {
-        const ccd_rank_t *r = job->rank[w];
-        for (uint32_t k = 0; r && k < r->ncomms; k++)
-            if (r->comms[k].g == g && r->comms[k].rank >= n) n = r->comms[k].rank + 1;
+    const claim_t *x = a, *y = b;
+    if (x->g != y->g) return x->g < y->g ? -1 : 1;
+    return x->crank < y->crank ? -1 : x->crank > y->crank;
+}
+
+/* Every record's comm ranks, sorted by comm: one pass over the records, not one per comm. */
+static claim_t *claims_of(const ccd_job_t *job, size_t *n)
+{
+    size_t total = 0, k = 0;
+    for (int32_t w = 0; w < job->world_size; w++)
+        total += job->rank[w] ? job->rank[w]->ncomms : 0;
+    claim_t *v = malloc((total + 1) * sizeof(*v));
+    if (!v) return NULL;
+    for (int32_t w = 0; w < job->world_size; w++)
+        for (uint32_t i = 0; job->rank[w] && i < job->rank[w]->ncomms; i++) {
+            const ccd_rcomm_t *rc = &job->rank[w]->comms[i];
+            if (rc->rank >= 0 && rc->rank < CCD_MAX_WORLD) v[k++] = (claim_t){rc->g, rc->rank};
+        }
+    qsort(v, k, sizeof(*v), by_claim);
+    *n = k;
+    return v;
+}
+
+/* Comm g's known members: its list's comm ranks merged with the claims cl[0..ncl). */
+static int known_members(ccd_cindex_t *ci, const claim_t *cl, size_t ncl)
+{
+    const ccd_comm_t *c = ci->c;
+    size_t cap = (size_t)c->nlisted + ncl, n = 0, j = 0;
+    ci->m = calloc(cap + 1, sizeof(ccd_member_t));
+    if (!ci->m) return -1;
+    for (int32_t k = 0; k < c->nlisted || j < ncl;) {
+        int32_t next = k < c->nlisted ? k : INT32_MAX;
+        if (j < ncl && cl[j].crank < next) next = cl[j].crank;
+        if (n && ci->m[n - 1].crank == next) { /* a claim seen already */
+            j++;
+            continue;
+        }
+        ci->m[n].crank = next;
+        ci->m[n++].world = next < c->nlisted ? c->members[next] : -1;
+        if (next == k) k++;
+        while (j < ncl && cl[j].crank == next)
+            j++;
     }
-    return n > CCD_MAX_WORLD ? CCD_MAX_WORLD : n;
+    ci->n = (int32_t)n;
+    int32_t top = n ? ci->m[n - 1].crank + 1 : 0;
+    ci->size = c->size > top ? c->size : top;
+    return 0;
 }
 
 /* Members of every comm that has a member record; by_g maps job comms. */
 static int make_comms(ccd_index_t *ix)
 {
     const ccd_job_t *job = ix->job;
+    size_t ncl = 0, j = 0;
+    claim_t *cl = claims_of(job, &ncl);
     ix->by_g = malloc(((size_t)job->ncomms + 1) * sizeof(int32_t));
     ix->c = calloc((size_t)job->ncomms + 1, sizeof(ccd_cindex_t));
-    if (!ix->by_g || !ix->c) return -1;
+    if (!cl || !ix->by_g || !ix->c) {
+        free(cl);
+        return -1;
+    }
     for (uint32_t g = 0; g < job->ncomms; g++) {
+        size_t from = j;
+        while (j < ncl && cl[j].g == g)
+            j++;
         ix->by_g[g] = -1;
-        int32_t n = comm_size(job, g);
-        if (n <= 0) continue;
         ccd_cindex_t *ci = &ix->c[ix->nc];
         ci->g = g;
         ci->c = &job->comms[g];
-        ci->n = n;
-        ci->m = calloc((size_t)n, sizeof(ccd_member_t));
-        if (!ci->m) return -1;
-        for (int32_t k = 0; k < n; k++)
-            ci->m[k].world = k < ci->c->size && ci->c->members ? ci->c->members[k] : -1;
+        if (known_members(ci, cl + from, j - from)) {
+            free(cl);
+            return -1;
+        }
+        if (ci->size <= 0) {
+            free(ci->m);
+            ci->m = NULL;
+            continue;
+        }
         ix->by_g[g] = (int32_t)ix->nc++;
     }
+    free(cl);
     return 0;
+}
+
+const ccd_member_t *ccd_cindex_member(const ccd_cindex_t *ci, int32_t k)
+{
+    int32_t lo = 0, hi = ci->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (ci->m[mid].crank < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ci->n && ci->m[lo].crank == k ? &ci->m[lo] : NULL;
 }
 
 /* Attach each record to its comms (its own comm rank says where). */
@@ -69,9 +138,8 @@ static void attach(ccd_index_t *ix, const ccd_rank_t *r)
     for (uint32_t k = 0; k < r->ncomms; k++) {
         const ccd_rcomm_t *rc = &r->comms[k];
         int32_t i = ix->by_g[rc->g];
-        if (i < 0 || rc->rank < 0 || rc->rank >= ix->c[i].n) continue;
-        ccd_member_t *m = &ix->c[i].m[rc->rank];
-        if (m->r) continue; /* two records claim one comm rank: the first stays */
+        ccd_member_t *m = i < 0 ? NULL : (ccd_member_t *)ccd_cindex_member(&ix->c[i], rc->rank);
+        if (!m || m->r) continue; /* two records claim one comm rank: the first stays */
         m->r = r;
         m->world = r->rank;
         m->last_enq = rc->last_enq;
@@ -88,9 +156,8 @@ static ccd_member_t *member_of(ccd_index_t *ix, const ccd_rank_t *r, const ccd_e
     if (e->comm >= r->ncomms || (e->flags & CCD_EF_LIFE)) return NULL;
     const ccd_rcomm_t *rc = &r->comms[e->comm];
     int32_t i = ix->by_g[rc->g];
-    if (i < 0 || rc->rank < 0 || rc->rank >= ix->c[i].n) return NULL;
-    ccd_member_t *m = &ix->c[i].m[rc->rank];
-    return m->r == r ? m : NULL;
+    ccd_member_t *m = i < 0 ? NULL : (ccd_member_t *)ccd_cindex_member(&ix->c[i], rc->rank);
+    return m && m->r == r ? m : NULL;
 }
 
 /* Count, then carve the pool, then fill: each list is contiguous. */
@@ -255,7 +322,7 @@ uint64_t ccd_member_p2p_max(const ccd_member_t *m, int32_t peer, int send)
 int32_t ccd_cindex_crank(const ccd_cindex_t *ci, int32_t w)
 {
     for (int32_t k = 0; k < ci->n; k++)
-        if (ci->m[k].world == w) return k;
+        if (ci->m[k].world == w) return ci->m[k].crank;
     return -1;
 }
 

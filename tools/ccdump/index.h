@@ -1,7 +1,7 @@
 /*
  * index.h - the job seen per communicator: for each member, its record and
  * its collectives (by coll_seq) and point-to-point ops (by peer, direction
- * and p2p_seq) on that communicator. Built once in O(entries log entries);
+ * and p2p_seq) on that communicator. Built once in O(input log input);
  * diagnose, perfetto (flows) and stats read it.
  */
 #ifndef CCDUMP_INDEX_H
@@ -10,6 +10,7 @@
 #include "model.h"
 
 typedef struct ccd_member {
+    int32_t crank;         /* its comm rank */
     int32_t world;         /* world rank, -1 unknown */
     const ccd_rank_t *r;   /* its record, NULL when there is none */
     const uint32_t *coll;  /* indices into r->e of its collectives here, by seq */
@@ -22,11 +23,18 @@ typedef struct ccd_member {
     int wrapped;           /* its ring dropped older records */
 } ccd_member_t;
 
+/*
+ * The members the input knows of: those in a member list it holds and those
+ * with a record, by comm rank (ascending). A comm recorded as a million
+ * ranks costs what its records and lists hold, not a million members; the
+ * others count in `size` only.
+ */
 typedef struct ccd_cindex {
     uint32_t g;            /* job comm */
     const ccd_comm_t *c;
-    int32_t n;             /* members (the comm's size as best known) */
-    ccd_member_t *m;       /* by comm rank */
+    int32_t n;             /* members known (entries of m) */
+    int32_t size;          /* the comm's size as best known (>= the largest comm rank + 1) */
+    ccd_member_t *m;       /* by comm rank, ascending */
     uint32_t nrecords;     /* members with a record */
 } ccd_cindex_t;
 
@@ -58,5 +66,7 @@ uint64_t ccd_cindex_next_seq(const ccd_cindex_t *ci, uint32_t *cur, uint64_t upt
 const ccd_entry_t *ccd_member_take(const ccd_member_t *m, uint32_t *cur, uint64_t s);
 /* The comm rank of world rank w in ci, or -1. */
 int32_t ccd_cindex_crank(const ccd_cindex_t *ci, int32_t w);
+/* The member with comm rank k, or NULL when the input knows nothing of it. */
+const ccd_member_t *ccd_cindex_member(const ccd_cindex_t *ci, int32_t k);
 
 #endif /* CCDUMP_INDEX_H */

@@ -71,8 +71,9 @@ static const char *str_or(const json_t *obj, const char *key, const char *dflt)
 /* "[0, 1, 2]" (PyTorch writes a string) or a JSON array. -1 when malformed. */
 static int parse_ranks(const json_t *v, int32_t **out, int32_t *n)
 {
-    size_t cap = json_is_array(v) ? json_array_size(v) : json_is_string(v) ? json_string_length(v)
-                                                                          : 0;
+    size_t cap = json_is_array(v)    ? json_array_size(v)
+                 : json_is_string(v) ? json_string_length(v)
+                                     : 0;
     if (!json_is_array(v) && !json_is_string(v)) return -1;
     if (cap > CCD_MAX_WORLD) return -1;
     int32_t *m = malloc((cap + 1) * sizeof(int32_t)), k = 0;
@@ -205,6 +206,12 @@ static void ccomm_process(ccd_rank_t *r, json_t *cc)
     r->t_dump = u64_or(cc, "dump_time_ns", 0);
     r->ntorn = (uint32_t)json_array_size(json_object_get(cc, "torn"));
     r->ncorrupt = (uint32_t)json_array_size(json_object_get(cc, "corrupt"));
+    /* `ccdump export --torch` carries what the ring's host could see of the process. */
+    json_t *alive = json_object_get(json_object_get(cc, "process"), "alive");
+    if (json_is_boolean(alive)) {
+        r->alive = json_is_true(alive) ? 1 : 0;
+        r->stopped = json_is_true(json_object_get(json_object_get(cc, "process"), "stopped"));
+    }
 }
 
 /* The world rank: "rank" (ccomm), else from the file name as PyTorch names it. */
@@ -273,13 +280,31 @@ static int entry_pg(ccd_job_t *job, ccd_rank_t *r, json_t *e, pgmap_t *pm)
     return k;
 }
 
+/* The first dtype of the entry's tensors that is one (an unused side is "Undefined"). */
+static const char *entry_dtype(const json_t *e)
+{
+    static const char *const keys[] = {"input_dtypes", "output_dtypes"};
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(json_object_get(e, keys[k]), i, s)
+        {
+            const char *dt = json_string_value(s);
+            if (dt && strcmp(dt, "Undefined")) return dt;
+        }
+    }
+    return NULL;
+}
+
 static int entry_sizes(ccd_job_t *job, ccd_entry_t *d, json_t *e)
 {
+    /* `ccdump export --torch` keeps ccomm's own sizes beside PyTorch's shapes. */
+    json_t *own = json_object_get(e, "ccomm");
+    if (json_is_array(json_object_get(own, "input_sizes"))) e = own;
     if (tensor_elems(json_object_get(e, "input_sizes"), &d->in_count) ||
         tensor_elems(json_object_get(e, "output_sizes"), &d->out_count))
         return -1;
-    const char *dt = json_string_value(json_array_get(json_object_get(e, "input_dtypes"), 0));
-    if (!dt) dt = json_string_value(json_array_get(json_object_get(e, "output_dtypes"), 0));
+    const char *dt = entry_dtype(e);
     int id = dt ? ccd_dtype_id(job, dt) : (int)CCD_NONE8;
     if (id < 0) return -2;
     d->dtype = (uint8_t)id;
@@ -354,12 +379,13 @@ static int json_entry(ccd_job_t *job, ccd_rank_t *r, json_t *e, pgmap_t *pm)
     }
     json_t *x = json_object_get(e, "ccomm");
     d->record_id = rid;
-    d->op_id = u64_or(e, "op_id", 0);
+    d->op_id = u64_or(x, "op_id", u64_or(e, "op_id", 0));
     d->t_enq = u64_or(e, "time_created_ns", 0);
     d->timeout_ms = i64_or(e, "timeout_ms", 0);
     d->peer = peer;
     entry_class(d, e);
-    d->seq = (d->flags & CCD_EF_P2P) ? pseq : cseq;
+    /* An export numbers p2p ops as PyTorch does (per group); ccomm's per-peer number is kept. */
+    d->seq = (d->flags & CCD_EF_P2P) ? u64_or(x, "p2p_seq", pseq) : cseq;
     entry_state(d, e, x);
     entry_extras(d, x);
     if (self >= 0 && r->comms[k].rank < 0) r->comms[k].rank = self;
@@ -492,7 +518,8 @@ int ccd_load_json_doc(ccd_job_t *job, json_t *doc, const char *path, ccd_rank_t 
         return CCD_LOAD_BAD;
     }
     if (check_version(doc, err, errlen)) return CCD_LOAD_BAD;
-    int ccomm = json_is_object(json_object_get(doc, "ccomm"));
+    /* ccomm's dumps say their format; an export of PyTorch's dump may add a "ccomm" without. */
+    int ccomm = json_is_string(json_object_get(json_object_get(doc, "ccomm"), "format_version"));
     ccd_rank_t *r = ccd_rank_new();
     pgmap_t *pm = calloc(1, sizeof(*pm));
     if (!r || !pm || !(r->path = strdup(path ? path : "-"))) goto oom;
@@ -511,6 +538,6 @@ int ccd_load_json_doc(ccd_job_t *job, json_t *doc, const char *path, ccd_rank_t 
 oom:
     free(pm);
     ccd_rank_free(r);
-    snprintf(err, errlen, "out of memory");
-    return CCD_LOAD_OOM;
+    snprintf(err, errlen, "%s", ccd_load_failure(job));
+    return job->comms_full ? CCD_LOAD_BAD : CCD_LOAD_OOM;
 }

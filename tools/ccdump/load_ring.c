@@ -149,8 +149,8 @@ int ccd_load_ring(ccd_job_t *job, const char *path, ccd_rank_t **out, char *err,
     if (cc__fr_reader_snapshot(rd, &s, err, errlen) != CC_OK) goto out;
     r = ccd_rank_new();
     if (!r || !(r->path = strdup(path)) || ccd_rank_from_snapshot(job, r, s)) {
-        snprintf(err, errlen, "out of memory");
-        rc = CCD_LOAD_OOM;
+        snprintf(err, errlen, "%s", ccd_load_failure(job));
+        rc = job->comms_full ? CCD_LOAD_BAD : CCD_LOAD_OOM;
         goto out;
     }
     r->src = CCD_SRC_RING;

@@ -69,6 +69,7 @@ void ccd_rank_free(ccd_rank_t *r)
     if (!r) return;
     free(r->path);
     free(r->comms);
+    free(r->comm_ix);
     free(r->e);
     free(r);
 }
@@ -186,6 +187,13 @@ int ccd_status_parse(const char *name)
     return CC_INPROGRESS;
 }
 
+const char *ccd_load_failure(const ccd_job_t *job)
+{
+    return job->comms_full ? "more than 65520 communicators in the job: beyond what ccdump "
+                             "handles (a damaged or hostile file?)"
+                           : "out of memory";
+}
+
 void ccd_note(ccd_job_t *job, const char *fmt, ...)
 {
     char buf[512];
@@ -234,20 +242,25 @@ static int comm_find(const ccd_job_t *job, const char *key)
     return -1;
 }
 
-/* Fill what is unknown: the size once, members one by one. */
+/*
+ * Fill what is unknown: the size once, members one by one. A recorded size
+ * is only a number: the member list is made from a list the input holds
+ * (as long as that list), so memory follows the input, not its claims.
+ */
 static void comm_merge(ccd_comm_t *c, const char *name, int32_t size, const int32_t *members)
 {
     if (!c->name[0] && name) snprintf(c->name, sizeof(c->name), "%s", name);
-    if (c->size < 0 && size >= 0 && size <= CCD_MAX_WORLD) {
-        c->members = malloc((size_t)(size ? size : 1) * sizeof(int32_t));
+    if (c->size < 0 && size >= 0 && size <= CCD_MAX_WORLD) c->size = size;
+    if (!members || size != c->size || size <= 0) return;
+    if (!c->members) {
+        c->members = malloc((size_t)size * sizeof(int32_t));
         if (!c->members) return;
-        c->size = size;
+        c->nlisted = size;
         for (int32_t i = 0; i < size; i++)
             c->members[i] = -1;
     }
-    if (!members || size != c->size) return;
     /* Files are not trusted: a member outside the ranks ccdump handles is unknown. */
-    for (int32_t i = 0; i < size; i++)
+    for (int32_t i = 0; i < c->nlisted; i++)
         if (c->members[i] < 0 && members[i] >= 0 && members[i] < CCD_MAX_WORLD)
             c->members[i] = members[i];
 }
@@ -257,7 +270,10 @@ int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t s
 {
     int i = comm_find(job, key);
     if (i < 0) {
-        if (job->ncomms >= 0xfff0) return -1;
+        if (job->ncomms >= CCD_MAX_COMMS) {
+            job->comms_full = 1;
+            return -1;
+        }
         if (2 * (job->ncomms + 1) > job->comm_hash_cap && comm_hash_grow(job)) return -1;
         if (job->ncomms == job->comms_cap) {
             uint32_t c = job->comms_cap ? 2 * job->comms_cap : 16;
@@ -284,22 +300,56 @@ int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t s
 void ccd_comm_set_member(ccd_job_t *job, uint32_t g, int32_t crank, int32_t world)
 {
     ccd_comm_t *c = &job->comms[g];
-    if (crank >= 0 && crank < c->size && c->members && c->members[crank] < 0 && world >= 0 &&
+    if (crank >= 0 && crank < c->nlisted && c->members[crank] < 0 && world >= 0 &&
         world < CCD_MAX_WORLD)
         c->members[crank] = world;
 }
 
+/* Slot of g in r->comm_ix (its entry, or the empty one where it goes). */
+static uint32_t rank_comm_slot(const ccd_rank_t *r, uint32_t g)
+{
+    uint32_t k = (g * 2654435761u) & (r->comm_ix_cap - 1);
+    while (r->comm_ix[k] && r->comms[r->comm_ix[k] - 1].g != g)
+        k = (k + 1) & (r->comm_ix_cap - 1);
+    return k;
+}
+
+/* The index at twice the size when half full: a rank of 60k comms looks each up in O(1). */
+static int rank_comm_grow(ccd_rank_t *r)
+{
+    uint32_t cap = r->comm_ix_cap ? 2 * r->comm_ix_cap : 16;
+    uint32_t *old = r->comm_ix, ocap = r->comm_ix_cap;
+    if (!(r->comm_ix = calloc(cap, sizeof(uint32_t)))) {
+        r->comm_ix = old;
+        return -1;
+    }
+    r->comm_ix_cap = cap;
+    for (uint32_t i = 0; i < ocap; i++)
+        if (old[i]) r->comm_ix[rank_comm_slot(r, r->comms[old[i] - 1].g)] = old[i];
+    free(old);
+    return 0;
+}
+
 int ccd_rank_comm(ccd_rank_t *r, uint32_t g)
 {
-    for (uint32_t i = 0; i < r->ncomms; i++)
-        if (r->comms[i].g == g) return (int)i;
-    if (r->ncomms >= 0xfff0) return -1;
-    ccd_rcomm_t *v = realloc(r->comms, (size_t)(r->ncomms + 1) * sizeof(*v));
-    if (!v) return -1;
-    r->comms = v;
-    memset(&v[r->ncomms], 0, sizeof(*v));
-    v[r->ncomms].g = g;
-    v[r->ncomms].rank = -1;
+    if (r->comm_ix_cap) {
+        uint32_t k = rank_comm_slot(r, g);
+        if (r->comm_ix[k]) return (int)r->comm_ix[k] - 1;
+    }
+    if (r->ncomms >= CCD_MAX_COMMS) return -1;
+    if (2 * (r->ncomms + 1) > r->comm_ix_cap && rank_comm_grow(r)) return -1;
+    if (r->ncomms == r->comms_cap) {
+        uint32_t c = r->comms_cap ? 2 * r->comms_cap : 8;
+        ccd_rcomm_t *v = realloc(r->comms, (size_t)c * sizeof(*v));
+        if (!v) return -1;
+        r->comms = v;
+        r->comms_cap = c;
+    }
+    ccd_rcomm_t *v = &r->comms[r->ncomms];
+    memset(v, 0, sizeof(*v));
+    v->g = g;
+    v->rank = -1;
+    r->comm_ix[rank_comm_slot(r, g)] = r->ncomms + 1;
     return (int)r->ncomms++;
 }
 

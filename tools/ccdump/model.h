@@ -19,6 +19,7 @@
 #include "ccomm/types.h"
 
 #define CCD_MAX_WORLD (1 << 20) /* larger world sizes or ranks are refused as corrupt */
+#define CCD_MAX_COMMS 0xfff0    /* communicators of a job (entries number them in 16 bits) */
 #define CCD_NONE8     0xffu     /* no dtype / no redop */
 #define CCD_NO_RANK   (-1)
 
@@ -83,8 +84,9 @@ typedef struct ccd_comm {
     char key[48];     /* equal on every member: ccomm's comm id in decimal, PyTorch's pg name */
     char name[64];    /* "world", "world.1", PyTorch's desc */
     uint64_t id;      /* ccomm comm id (0 for foreign dumps) */
-    int32_t size;     /* members (-1 unknown) */
-    int32_t *members; /* world rank of each comm rank, -1 unknown; `size` of them */
+    int32_t size;     /* members (-1 unknown): as recorded, not an allocation size */
+    int32_t *members; /* world rank of comm rank k < nlisted, -1 unknown; NULL none */
+    int32_t nlisted;  /* entries of members: only an input's own member list makes them */
 } ccd_comm_t;
 
 /* What is known about one rank's process and its record. */
@@ -108,7 +110,9 @@ typedef struct ccd_rank {
     uint64_t dumps, records_issued, skipped, dropped;
     uint32_t capacity, ntorn, ncorrupt;
     ccd_rcomm_t *comms;
-    uint32_t ncomms;
+    uint32_t ncomms, comms_cap;
+    uint32_t *comm_ix; /* open addressing: job comm g -> index in comms + 1, 0 empty */
+    uint32_t comm_ix_cap;
     ccd_entry_t *e; /* by record id */
     uint32_t n;
     uint32_t cap;
@@ -133,6 +137,7 @@ typedef struct ccd_job {
     ccd_names_t dtypes; /* dtype names beyond CC_DTYPE_COUNT */
     ccd_names_t notes;  /* warnings about the input, for the report */
     uint32_t nfiles, nbad, ndup;
+    int comms_full;     /* a file named more than CCD_MAX_COMMS communicators */
     char job_id[128];
     const char *prefix; /* PyTorch file name prefix (-p; borrowed), NULL: inferred */
     uint64_t t_ref;     /* the moment the record describes: latest time seen */
@@ -155,7 +160,7 @@ int ccd_job_add(ccd_job_t *job, ccd_rank_t *r);
  */
 int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t size,
                     const int32_t *members);
-/* Records that world rank `world` is comm rank `crank` of comm g. */
+/* Records that world rank `world` is comm rank `crank` of comm g (within its member list). */
 void ccd_comm_set_member(ccd_job_t *job, uint32_t g, int32_t crank, int32_t world);
 /* A rank's comm index for job comm g (adding it), or -1 when out of memory. */
 int ccd_rank_comm(ccd_rank_t *r, uint32_t g);
@@ -169,6 +174,9 @@ const char *ccd_state_name(unsigned state);
 int ccd_state_parse(const char *name); /* 0 when unknown */
 /* cc_status_t of a name ("ERR_TIMEOUT"); CC_INPROGRESS when unknown. */
 int ccd_status_parse(const char *name);
+
+/* Why loading a file failed: "out of memory", or the communicator limit it went past. */
+const char *ccd_load_failure(const ccd_job_t *job);
 
 /* A note about the input, kept for the report (printf-like). */
 void ccd_note(ccd_job_t *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -147,9 +147,10 @@ static void p2p_flows(pf_t *p, const ccd_cindex_t *ci)
         const ccd_member_t *a = &ci->m[k];
         for (uint32_t j = 0; a->r && p->emit[a->world] && j < a->np2p; j++) {
             const ccd_entry_t *e = &a->r->e[a->p2p[j]];
-            if (!(e->flags & CCD_EF_SEND) || e->peer < 0 || e->peer >= ci->n) continue;
-            const ccd_member_t *b = &ci->m[e->peer];
-            const ccd_entry_t *x = b->r && p->emit[b->world] ? ccd_member_p2p(b, k, 0, e->seq) : NULL;
+            const ccd_member_t *b = e->peer >= 0 ? ccd_cindex_member(ci, e->peer) : NULL;
+            if (!(e->flags & CCD_EF_SEND) || !b) continue;
+            const ccd_entry_t *x =
+                b->r && p->emit[b->world] ? ccd_member_p2p(b, a->crank, 0, e->seq) : NULL;
             uint32_t xi = x ? (uint32_t)(x - b->r->e) : 0;
             if (!x || !p->emit[a->world][a->p2p[j]] || !p->emit[b->world][xi]) continue;
             part_t v[2] = {{e->t_enq, a->world, a->p2p[j]}, {x->t_enq, b->world, xi}};
@@ -188,7 +189,7 @@ static void slice_name(const pf_t *p, const ccd_rank_t *r, const ccd_entry_t *e,
 {
     const char *op = ccd_op_name(p->job, e->op);
     const ccd_comm_t *c = ccd_entry_comm(p->job, r, e);
-    int32_t peer = c && e->peer >= 0 && e->peer < c->size && c->members ? c->members[e->peer] : -1;
+    int32_t peer = c && e->peer >= 0 && e->peer < c->nlisted ? c->members[e->peer] : -1;
     if (e->flags & CCD_EF_P2P)
         snprintf(buf, len, "%s %d%s%d #%llu", op, r->rank, (e->flags & CCD_EF_SEND) ? "->" : "<-",
                  peer, (unsigned long long)e->seq);

@@ -93,10 +93,14 @@ static const char *add_sig(cl_log_t *log, const cl_line_t *l)
                  l->sig <= log->nsig ? "again" : "out of order", log->nsig + 1);
         return msg;
     }
-    cl_sig_t *n = realloc(log->sigs, (size_t)(log->nsig + 1) * sizeof(*n));
-    if (!n) return "out of memory";
-    log->sigs = n;
-    cl_sig_t *s = &n[log->nsig];
+    if (log->nsig == log->capsig) { /* doubling: 40k signatures, not 40k copies */
+        uint32_t cap = log->capsig ? 2 * log->capsig : 64;
+        cl_sig_t *n = cap > log->capsig ? realloc(log->sigs, (size_t)cap * sizeof(*n)) : NULL;
+        if (!n) return "out of memory";
+        log->sigs = n;
+        log->capsig = cap;
+    }
+    cl_sig_t *s = &log->sigs[log->nsig];
     memset(s, 0, sizeof(*s));
     s->op = strdup(l->op);
     s->dtype = strdup(l->dtype);

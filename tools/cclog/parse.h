@@ -120,7 +120,7 @@ typedef struct cl_log {
     unsigned events; /* CL_EV_* bits from the header */
     /* State. */
     cl_sig_t *sigs; /* sigs[0 .. nsig-1] are C1 .. C<nsig> */
-    uint32_t nsig;
+    uint32_t nsig, capsig;
     cl_entry_t *entries;
     size_t nentries, capentries;
     int lineno;

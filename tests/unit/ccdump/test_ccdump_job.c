@@ -28,6 +28,7 @@
 
 #include "ccdump.h"
 #include "fault.h"
+#include "job_env.h"
 #include "perfetto_check.h"
 
 static char dir[128];
@@ -89,21 +90,7 @@ static int varied_rank(int rank, int size, const char *addr, void *arg)
 /* A 4-rank job of fn; `failures` ranks may die (by design of the scenario). */
 static void job(cc_test_rank_fn fn, const char *name, int failures)
 {
-    char env_rec[200], env_dump[200], env_job[80];
-    snprintf(env_rec, sizeof(env_rec), "CCOMM_RECORDER_DIR=%s/rings", dir);
-    snprintf(env_dump, sizeof(env_dump), "CCOMM_DUMP_DIR=%s/dumps", dir);
-    snprintf(env_job, sizeof(env_job), "CCOMM_JOB_ID=%s", name);
-    /* ASan: a destroyed split communicator is never freed by the core (its handle stays
-     * recognisable as destroyed); LeakSanitizer may report it in the ranks. */
-    const char *env[] = {env_rec,
-                         env_dump,
-                         env_job,
-                         "CCOMM_RECORDER_KEEP=1", /* ranks that end well keep their rings too */
-                         "CCOMM_HEARTBEAT_MS=100",
-                         "CCOMM_LOG_LEVEL=NONE",
-                         "ASAN_OPTIONS=detect_leaks=0",
-                         NULL};
-    assert_int_equal(cc_test_fork_ranks(4, fn, dir, 60, env, NULL), failures);
+    assert_int_equal(ccd_test_job(fn, dir, name), failures);
 }
 
 static json_t *diagnose_json(const char *path, int want_status)

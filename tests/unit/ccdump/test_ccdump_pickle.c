@@ -29,12 +29,14 @@
 #include <cmocka.h>
 
 #include "ccdump.h"
+#include "fault.h"
+#include "job_env.h"
 #include "load.h"
 #include "pickle.h"
 #include "recorder/ring.h"
 
 static char dir[128];
-static const char *data_dir;
+static const char *data_dir, *rules_py;
 
 static int run(char **out, char **err, int argc, ...)
 {
@@ -399,6 +401,260 @@ static void test_export(void **state)
     }
 }
 
+/* ---- a real job against PyTorch's rules ------------------------------------------------- */
+
+#define OK(call) CC_TEST_REQUIRE((call) == CC_OK, "%s", #call)
+
+/* Every collective once (the v-variants with even counts but all_to_all_v), a coalesced one. */
+static int every_collective(cc_comm_t *c, int rank, int size)
+{
+    float x[64], y[256];
+    size_t even[4] = {4, 4, 4, 4}, sc[4], rc[4];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(rank + i);
+    OK(cc_allreduce(c, x, y, 16, CC_FLOAT32, CC_SUM, NULL, NULL));
+    OK(cc_broadcast(c, x, y, 16, CC_FLOAT32, 1, NULL, NULL));
+    OK(cc_reduce(c, x, y, 16, CC_FLOAT32, CC_SUM, 2, NULL, NULL));
+    OK(cc_allgather(c, x, y, 8, CC_FLOAT32, NULL, NULL));
+    OK(cc_allgatherv(c, x, y, 4, even, NULL, CC_FLOAT32, NULL, NULL));
+    OK(cc_reduce_scatter(c, x, y, 4, CC_FLOAT32, CC_SUM, NULL, NULL));
+    OK(cc_reduce_scatterv(c, x, y, even, CC_FLOAT32, CC_SUM, NULL, NULL));
+    OK(cc_alltoall(c, x, y, 4, CC_FLOAT32, NULL, NULL));
+    for (int p = 0; p < size; p++) /* uneven: rank a sends a + b + 1 elements to b */
+        sc[p] = rc[p] = (size_t)(rank + p + 1);
+    OK(cc_alltoallv(c, x, y, sc, NULL, rc, NULL, CC_FLOAT32, NULL, NULL));
+    OK(cc_gather(c, x, y, 4, CC_FLOAT32, 0, NULL, NULL));
+    OK(cc_gatherv(c, x, y, 4, even, NULL, CC_FLOAT32, 3, NULL, NULL));
+    OK(cc_scatter(c, x, y, 4, CC_FLOAT32, 1, NULL, NULL));
+    OK(cc_scatterv(c, x, y, even, NULL, 4, CC_FLOAT32, 2, NULL, NULL));
+    OK(cc_barrier(c, NULL, NULL));
+    const void *sb[2] = {x, x + 8};
+    void *rb[2] = {y, y + 8};
+    size_t cnt[2] = {8, 4};
+    OK(cc_allreduce_coalesced(c, sb, rb, cnt, 2, CC_FLOAT32, CC_SUM, NULL, NULL));
+    return 0;
+}
+
+/* A ring of sends and receives, plain then grouped. */
+static int rings_of_p2p(cc_comm_t *c, int rank, int size)
+{
+    float x[8] = {0}, y[8];
+    cc_work_t *w = NULL;
+    OK(cc_send(c, x, 8, CC_FLOAT32, (rank + 1) % size, NULL, &w));
+    OK(cc_recv(c, y, 8, CC_FLOAT32, (rank + size - 1) % size, NULL, NULL));
+    OK(cc_work_wait(w, 10000));
+    cc_work_free(w);
+    OK(cc_group_start());
+    OK(cc_send(c, x, 4, CC_FLOAT32, (rank + 1) % size, NULL, NULL));
+    OK(cc_recv(c, y, 4, CC_FLOAT32, (rank + size - 1) % size, NULL, NULL));
+    OK(cc_group_end(NULL, NULL));
+    return 0;
+}
+
+/* The job: every op, then an allreduce rank 2 never enters (it leaves once dumped). */
+static int every_op_rank(int rank, int size, const char *addr, void *arg)
+{
+    cc_comm_t *c = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&c, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(every_collective(c, rank, size) == 0, "collectives");
+    CC_TEST_REQUIRE(rings_of_p2p(c, rank, size) == 0, "p2p");
+    if (rank == 2) {
+        char path[400];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/dumps/every-op/rank2.json", (const char *)arg);
+        for (int i = 0; i < 200 && stat(path, &st) != 0; i++)
+            usleep(50000);
+        usleep(200000);
+    } else {
+        float x[16] = {0}, y[16];
+        cc_op_opts_t o = CC_OP_OPTS_INIT;
+        o.timeout_ms = 1500;
+        cc_status_t st = cc_allreduce(c, x, y, 16, CC_FLOAT32, CC_SUM, &o, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST, "%s", cc_status_name(st));
+    }
+    cc_comm_destroy(c);
+    return 0;
+}
+
+static void run_job(cc_test_rank_fn fn, const char *name, int failures)
+{
+    assert_int_equal(ccd_test_job(fn, dir, name), failures);
+}
+
+/* fr_rules.py's findings on the pickles in `sub` (a new document). */
+static json_t *rules(const char *sub, const char *prefix, int n, const char *extra)
+{
+    char cmd[900], *text = NULL;
+    size_t len = 0;
+    snprintf(cmd, sizeof(cmd), "python3 %s %s/%s %s %d %s", rules_py, dir, sub, prefix, n, extra);
+    FILE *p = popen(cmd, "r"), *m = open_memstream(&text, &len);
+    char buf[4096];
+    size_t k;
+    while (p && (k = fread(buf, 1, sizeof(buf), p)) > 0)
+        fwrite(buf, 1, k, m);
+    int rc = p ? pclose(p) : -1;
+    fclose(m);
+    json_t *j = json_loads(text, 0, NULL);
+    if (rc || !j) fail_msg("%s: exit %d\n%s", cmd, rc, text);
+    free(text);
+    return j;
+}
+
+static void expect_none(json_t *found, const char *key)
+{
+    json_t *a = json_object_get(found, key);
+    if (json_array_size(a)) {
+        char *t = json_dumps(a, JSON_INDENT(1));
+        fail_msg("PyTorch's rules, %s:\n%s", key, t);
+    }
+}
+
+static void expect_same_verdict(json_t *a, json_t *b)
+{
+    const char *keys[] = {"kind", "confidence", "text"};
+    for (int i = 0; i < 3; i++)
+        if (!verdict(a, keys[i]) || !verdict(b, keys[i]) ||
+            strcmp(verdict(a, keys[i]), verdict(b, keys[i])))
+            fail_msg("verdict %s: \"%s\" from the rings, \"%s\" from the export", keys[i],
+                     verdict(a, keys[i]), verdict(b, keys[i]));
+    json_t *ca = json_object_get(json_object_get(a, "verdict"), "culprits");
+    assert_true(json_equal(ca, json_object_get(json_object_get(b, "verdict"), "culprits")));
+}
+
+static void export_quiet(const char *src, const char *sub)
+{
+    char o[300], *out = NULL, *err = NULL;
+    snprintf(o, sizeof(o), "%s/%s", dir, sub);
+    int rc = run(&out, &err, 5, "export", src, "--torch", o);
+    if (rc || strstr(err, "left out")) fail_msg("export %s: exit %d\n%s", src, rc, err);
+    free(out);
+    free(err);
+}
+
+/* Every op of a real job, exported: nothing the analyzer would refuse or flag but the hang,
+ * numbered as ProcessGroupNCCL numbers, and the rings' own verdict from the pickles. */
+static void test_export_job(void **state)
+{
+    (void)state;
+    char src[300], o[300];
+    run_job(every_op_rank, "every-op", 0);
+    snprintf(src, sizeof(src), "%s/rings", dir);
+    export_quiet(src, "exp");
+    json_t *found = rules("exp", "nccl_trace_rank_", 4, "--fresh");
+    expect_none(found, "refused");
+    expect_none(found, "numbering");
+    /* 15 collectives before the hang: the one flag is #16 (rank 2 never joined); the
+     * others' states may differ (one timed out started, one before it started). */
+    size_t i;
+    json_t *f;
+    int missing = 0;
+    json_array_foreach(json_object_get(found, "flags"), i, f)
+    {
+        const char *t = json_string_value(f);
+        if (!strstr(t, " seq 16 all_reduce: ")) fail_msg("a healthy op flagged: %s", t);
+        missing |= strstr(t, "not all ranks joining: missing [2]") != NULL;
+    }
+    assert_true(missing);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(found, "batches"),
+                                                            (char[2]){(char)('0' + r), 0})),
+                         1);
+    json_decref(found);
+    json_t *a = diagnose(src, NULL, 1);
+    snprintf(o, sizeof(o), "%s/exp", dir);
+    json_t *b = diagnose(o, NULL, 1);
+    assert_int_equal(culprit(a), 2);
+    expect_same_verdict(a, b);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* A rank killed: "(certain) rank 2 was killed" from the rings and from their export. */
+static void test_export_killed(void **state)
+{
+    (void)state;
+    char src[300], o[300];
+    run_job(fault_sigkill, "fault-sigkill", 1);
+    snprintf(src, sizeof(src), "%s/rings", dir);
+    export_quiet(src, "exp");
+    json_t *a = diagnose(src, NULL, 1);
+    assert_string_equal(verdict(a, "kind"), "killed");
+    assert_string_equal(verdict(a, "confidence"), "certain");
+    snprintf(o, sizeof(o), "%s/exp", dir);
+    json_t *b = diagnose(o, NULL, 1);
+    expect_same_verdict(a, b);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* PyTorch dumps with entries the analyzer could not take: a number, a broken object, an
+ * unknown op, a send without ranks; and another writer's name for _all_gather_base. */
+static const char make_hostile[] =
+    "import json, sys\n"
+    "out = sys.argv[1]\n"
+    "def e(rid, seq, name, ins, outs, p2p=False):\n"
+    "    return {'record_id': rid, 'pg_id': 0, 'process_group': ['0', 'default_pg'],\n"
+    "            'thread_id': '1', 'thread_name': 'pt_main', 'collective_seq_id': seq,\n"
+    "            'p2p_seq_id': 0, 'op_id': seq, 'profiling_name': name,\n"
+    "            'time_created_ns': 1764500000000000000 + rid, 'input_sizes': [ins],\n"
+    "            'input_dtypes': ['Float'], 'output_sizes': [outs], 'output_dtypes': ['Float'],\n"
+    "            'state': 'completed', 'time_discovered_started_ns': 0,\n"
+    "            'time_discovered_completed_ns': 0, 'retired': True, 'timeout_ms': 600000,\n"
+    "            'is_p2p': p2p}\n"
+    "for r in range(2):\n"
+    "    ents = [e(0, 1, 'nccl:all_reduce', [8], [8])]\n"
+    "    if r == 0:\n"
+    "        ents += [7, {'record_id': 2}, e(3, 2, 'nccl:frobnicate', [8], [8]),\n"
+    "                 e(4, 2, 'nccl:send x->y', [8], [8], True)]\n"
+    "    ents.append(e(5, 2, 'nccl:_allgather_base', [8], [16]))\n"
+    "    d = {'version': '2.10', 'pg_config': {'0': {'name': '0', 'desc': 'default_pg',\n"
+    "         'ranks': '[0, 1]'}}, 'pg_status': {}, 'entries': ents}\n"
+    "    if r == 0:\n"
+    "        d['pg_config']['9'] = {'name': '9', 'desc': 'broken', 'ranks': '[0, x'}\n"
+    "    json.dump(d, open('%s/nccl_trace_rank_%d.json' % (out, r), 'w'))\n";
+
+static const char check_hostile[] =
+    "import pickle, sys\n"
+    "d = pickle.load(open(sys.argv[1] + '/nccl_trace_rank_0', 'rb'))\n"
+    "names = [e['profiling_name'] for e in d['entries']]\n"
+    "assert names == ['nccl:all_reduce', 'nccl:_all_gather_base'], names\n"
+    "left = d['ccomm']['left_out']\n"
+    "assert [x['index'] for x in left if 'index' in x] == [1, 2, 3, 4], left\n"
+    "assert [x['process_group'] for x in left if 'process_group' in x] == ['9'], left\n"
+    "assert sorted(d['pg_config']) == ['0'], d['pg_config']\n"
+    "assert [x['entry']['profiling_name'] for x in left if 'entry' in x] == ['nccl:frobnicate']\n"
+    "assert 'format_version' not in d['ccomm']\n";
+
+/* Only what the analyzer can take is exported; the rest is named, and kept under ccomm. */
+static void test_export_hostile(void **state)
+{
+    (void)state;
+    char src[300], o[300], *out = NULL, *err = NULL;
+    snprintf(src, sizeof(src), "%s/hostile", dir);
+    mkdir(src, 0700);
+    assert_int_equal(python(make_hostile, src), 0);
+    snprintf(o, sizeof(o), "%s/exp", dir);
+    int rc = run(&out, &err, 5, "export", src, "--torch", o);
+    if (rc) fail_msg("export: exit %d\n%s", rc, err);
+    const char *said[] = {"rank 0: entry 1 left out: not an object",
+                          "rank 0: entry 2 (record 2) left out: a number",
+                          "rank 0: entry 3 (record 3) left out: op \"frobnicate\" is not one "
+                          "PyTorch's analyzer knows (kept under ccomm.left_out)",
+                          "rank 0: entry 4 (record 4) left out: a send/recv whose ranks",
+                          "rank 0: process group \"9\" left out: its ranks are not a list",
+                          "rank 0: 5 of its entries and process groups left out"};
+    for (int i = 0; i < 6; i++)
+        if (!strstr(err, said[i])) fail_msg("export does not say \"%s\":\n%s", said[i], err);
+    free(out);
+    free(err);
+    json_t *found = rules("exp", "nccl_trace_rank_", 2, "");
+    expect_none(found, "refused");
+    expect_none(found, "numbering");
+    expect_none(found, "flags");
+    json_decref(found);
+    assert_int_equal(python(check_hostile, o), 0);
+}
+
 /* ---- hostile pickles -------------------------------------------------------------------- */
 
 static void expect_error(const void *buf, size_t len, const char *want1, const char *want2)
@@ -602,10 +858,14 @@ int main(int argc, char **argv)
         return 77;
     }
     data_dir = argc > 1 ? argv[1] : "tests/data/ccdump";
+    rules_py = argc > 2 ? argv[2] : "tests/unit/ccdump/fr_rules.py";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_torch_dumps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefixes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_hostile, setup, teardown),
         cmocka_unit_test(test_refused_opcodes),
         cmocka_unit_test(test_bad_protocols_and_lengths),
         cmocka_unit_test(test_memo_and_structure),

@@ -1,0 +1,14 @@
+/*
+ * job_env.h - the real 4-rank jobs of the ccdump tests (forked ranks, the
+ * harness of tests/common/mp.h): rings in <dir>/rings, dumps in <dir>/dumps,
+ * a short heartbeat, no log.
+ */
+#ifndef CCDUMP_TEST_JOB_ENV_H
+#define CCDUMP_TEST_JOB_ENV_H
+
+#include "mp.h"
+
+/* Runs fn on 4 ranks as job `name` (dir is also each rank's arg); the ranks that failed. */
+int ccd_test_job(cc_test_rank_fn fn, const char *dir, const char *name);
+
+#endif /* CCDUMP_TEST_JOB_ENV_H */
