@@ -78,6 +78,7 @@ static void log_reset(const void *buf, size_t len)
 /* ---- the ranks ---- */
 
 struct paths {
+    const char *name;
     const char *transport;
     const char *env[3][2]; /* CCOMM_* settings of the ranks */
     int (*sender)(cc__net_t *net, size_t len, const unsigned char *buf);
@@ -243,96 +244,65 @@ static int ring_cma_recv(cc__net_t *net, size_t len, unsigned char *buf)
     return shm_recv(net, len, buf, len > eager_max());
 }
 
-static void run(struct paths *a)
+/* One case of the table below: rank 0 sends, rank 1 receives. */
+static void run(void **state)
 {
     int codes[2];
-    int bad = mp_fork(2, rank_paths, a, DEADLINE_S + 30, codes);
+    int bad = mp_fork(2, rank_paths, *state, DEADLINE_S + 30, codes);
     for (int i = 0; i < 2; i++)
         if (codes[i]) fprintf(stderr, "rank %d exited with %d\n", i, codes[i]);
     assert_int_equal(bad, 0);
 }
 
-static void test_tcp_rndv_threshold(void **s)
-{
-    (void)s; /* the default threshold (64K) and chunk (512K) */
-    struct paths a = {"tcp", {{NULL, NULL}}, rndv_send, plain_recv, rndv_threshold};
-    run(&a);
-}
-
-static void test_tcp_rndv_threshold_small(void **s)
-{
-    (void)s;
-    struct paths a = {"tcp",
-                      {{"CCOMM_TCP_RNDV_THRESHOLD", "5000"}, {"CCOMM_TCP_CHUNK_SIZE", "8K"}},
-                      rndv_send,
-                      plain_recv,
-                      rndv_threshold};
-    run(&a);
-}
-
-static void test_tcp_chunk_size(void **s)
-{
-    (void)s; /* the default chunk (512K), every message eager */
-    struct paths a = {
-        "tcp", {{"CCOMM_TCP_RNDV_THRESHOLD", "0"}}, chunk_send, plain_recv, chunk_size};
-    run(&a);
-}
-
-static void test_tcp_chunk_size_small(void **s)
-{
-    (void)s;
-    struct paths a = {"tcp",
-                      {{"CCOMM_TCP_RNDV_THRESHOLD", "0"}, {"CCOMM_TCP_CHUNK_SIZE", "3000"}},
-                      chunk_send,
-                      plain_recv,
-                      chunk_size};
-    run(&a);
-}
-
-static void test_shm_cma_threshold(void **s)
-{
-    (void)s; /* the default threshold (64K) and ring (1M: a quarter is larger) */
-    struct paths a = {"auto", {{NULL, NULL}}, cma_send, cma_recv, cma_threshold};
-    run(&a);
-}
-
-static void test_shm_cma_threshold_small(void **s)
-{
-    (void)s;
-    struct paths a = {
-        "auto", {{"CCOMM_SHM_CMA_THRESHOLD", "3001"}}, cma_send, cma_recv, cma_threshold};
-    run(&a);
-}
-
-static void test_shm_ring_size(void **s)
-{
-    (void)s; /* CMA off: only the ring decides */
-    struct paths a = {"auto",
-                      {{"CCOMM_SHM_CMA_THRESHOLD", "0"}, {"CCOMM_SHM_RING_SIZE", "64K"}},
-                      ring_send,
-                      ring_recv,
-                      eager_max};
-    run(&a);
-}
-
-static void test_shm_ring_below_cma(void **s)
-{
-    (void)s; /* CMA on, but the ring's quarter (16K - 64) comes first */
-    struct paths a = {"auto",
-                      {{"CCOMM_SHM_CMA_THRESHOLD", "1M"}, {"CCOMM_SHM_RING_SIZE", "64K"}},
-                      ring_send,
-                      ring_cma_recv,
-                      eager_max};
-    run(&a);
-}
+/* Each switch at its default and at a small value. */
+static struct paths cases[] = {
+    {"tcp_rndv_threshold", "tcp", {{NULL, NULL}}, rndv_send, plain_recv, rndv_threshold},
+    {"tcp_rndv_threshold_small",
+     "tcp",
+     {{"CCOMM_TCP_RNDV_THRESHOLD", "5000"}, {"CCOMM_TCP_CHUNK_SIZE", "8K"}},
+     rndv_send,
+     plain_recv,
+     rndv_threshold},
+    {"tcp_chunk_size",
+     "tcp",
+     {{"CCOMM_TCP_RNDV_THRESHOLD", "0"}},
+     chunk_send,
+     plain_recv,
+     chunk_size},
+    {"tcp_chunk_size_small",
+     "tcp",
+     {{"CCOMM_TCP_RNDV_THRESHOLD", "0"}, {"CCOMM_TCP_CHUNK_SIZE", "3000"}},
+     chunk_send,
+     plain_recv,
+     chunk_size},
+    {"shm_cma_threshold", "auto", {{NULL, NULL}}, cma_send, cma_recv, cma_threshold},
+    {"shm_cma_threshold_small",
+     "auto",
+     {{"CCOMM_SHM_CMA_THRESHOLD", "3001"}},
+     cma_send,
+     cma_recv,
+     cma_threshold},
+    /* CMA off: only the ring decides */
+    {"shm_ring_size",
+     "auto",
+     {{"CCOMM_SHM_CMA_THRESHOLD", "0"}, {"CCOMM_SHM_RING_SIZE", "64K"}},
+     ring_send,
+     ring_recv,
+     eager_max},
+    /* CMA on, but the ring's limit (16K - 64) comes first */
+    {"shm_ring_below_cma",
+     "auto",
+     {{"CCOMM_SHM_CMA_THRESHOLD", "1M"}, {"CCOMM_SHM_RING_SIZE", "64K"}},
+     ring_send,
+     ring_cma_recv,
+     eager_max},
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tcp_rndv_threshold), cmocka_unit_test(test_tcp_rndv_threshold_small),
-        cmocka_unit_test(test_tcp_chunk_size),     cmocka_unit_test(test_tcp_chunk_size_small),
-        cmocka_unit_test(test_shm_cma_threshold),  cmocka_unit_test(test_shm_cma_threshold_small),
-        cmocka_unit_test(test_shm_ring_size),      cmocka_unit_test(test_shm_ring_below_cma),
-    };
-    return cmocka_run_group_tests(tests, tu_setup, tu_teardown);
+    struct CMUnitTest tests[NCASES];
+    for (size_t i = 0; i < NCASES; i++)
+        tests[i] = (struct CMUnitTest){cases[i].name, run, NULL, NULL, &cases[i]};
+    return _cmocka_run_group_tests("test_net_paths", tests, NCASES, tu_setup, tu_teardown);
 }
