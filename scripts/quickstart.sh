@@ -58,6 +58,10 @@ run_tests() {
     build build
     say "tests (release build)"
     (cd build && ctest -j "$JOBS" --output-on-failure --timeout 600) || failed=1
+    # What a packager builds (-O3, NDEBUG): the unit and multi-process tests again (~5 min).
+    build build-rel -DCMAKE_BUILD_TYPE=Release -DCCOMM_WITH_CUDA=OFF
+    say "unit and multi-process tests (Release build)"
+    (cd build-rel && ctest -j "$JOBS" --output-on-failure --timeout 600 -L "unit|mp") || failed=1
     build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
     say "tests under ASan+UBSan"
     (cd build-asan && ctest -j "$JOBS" --output-on-failure --timeout 900 -LE "nosan|bench") || failed=1

@@ -254,6 +254,23 @@ static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint
     }
 }
 
+/* The deadline passed: say which rank the wait was stuck on (the first request still
+ * pending), so a deadlock's log names the peer, not only the op. */
+static cc_status_t timed_out(const cc__net_t *net, cc__req_t *const *reqs, int n)
+{
+    int pending = 0;
+    const cc__req_t *first = NULL;
+    for (int i = 0; i < n; i++)
+        if (reqs[i]->status == CC_INPROGRESS && pending++ == 0) first = reqs[i];
+    if (first)
+        cc_log_warn(CC_SUBSYS_NET,
+                    "net: rank %d timed out waiting for rank %d (%s, tag %u, %zu of %zu bytes "
+                    "moved; %d request(s) pending)",
+                    net->rank, first->peer, first->kind == CC__REQ_SEND ? "send" : "receive",
+                    first->tag, first->done, first->len, pending);
+    return CC_ERR_TIMEOUT;
+}
+
 static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint64_t deadline_ns,
                              int stop_on_error)
 {
@@ -281,7 +298,7 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
         }
         now = cc__now_ns();
         if (!stage_start) stage_start = now;
-        if (now >= deadline_ns) return CC_ERR_TIMEOUT;
+        if (now >= deadline_ns) return timed_out(net, reqs, n);
         if (now >= net->next_check_ns) check_peers(net, now);
         wait_stage(net, now - stage_start, deadline_ns, now, &spinning);
     }

@@ -234,7 +234,21 @@ int fault_subcomm(int rank, int size, const char *addr, void *arg)
     return 0;
 }
 
-/* 11: rank 2 stops itself (SIGSTOP) before the allreduce; the test resumes and kills it. */
+/*
+ * 11: rank 2 stops itself (SIGSTOP) before the allreduce; the test kills it. The others must
+ * learn it from the heartbeat check (CCOMM_HEARTBEAT_MS=100: silent for 3 beats + 2 s), as
+ * CC_ERR_PEER_LOST well before the op's own deadline: a timeout would mean the check did
+ * not work (a heartbeat limit read in the wrong unit, say) and only the deadline ended it.
+ */
+#define STOP_DEADLINE_MS 12000
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 int fault_sigstop(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -244,8 +258,18 @@ int fault_sigstop(int rank, int size, const char *addr, void *arg)
         raise(SIGSTOP);
         return 3; /* killed while stopped */
     }
-    cc_status_t st = allreduce(comm, 4, CC_FLOAT32);
-    CC_TEST_REQUIRE(st != CC_OK, "allreduce with a stopped rank completed");
+    double x[4] = {0}, y[4];
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = STOP_DEADLINE_MS;
+    double t0 = seconds_now();
+    cc_status_t st = cc_allreduce(comm, x, y, 4, CC_FLOAT64, CC_SUM, &o, NULL);
+    double took = seconds_now() - t0;
+    CC_TEST_REQUIRE(st == CC_ERR_PEER_LOST,
+                    "rank %d: allreduce with a stopped rank: %s after %.1f s", rank,
+                    cc_status_name(st), took);
+    CC_TEST_REQUIRE(took < STOP_DEADLINE_MS / 1000.0 - 2,
+                    "rank %d: the stopped rank was noticed only after %.1f s (deadline %d ms)",
+                    rank, took, STOP_DEADLINE_MS);
     cc_comm_destroy(comm);
     return 0;
 }

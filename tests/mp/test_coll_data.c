@@ -308,7 +308,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
         for (int dt = 0; dt < CC_DTYPE_COUNT; dt++)
             for (int ci = 0; ci < 5; ci++)
                 for (int v = 0; v < 4; v++) {
-                    uint64_t key = tc_key((int)co->type, a, dt, ci, v);
+                    uint64_t key = tc_key(c.n, (int)co->type, a, dt, ci, v);
                     /* The sample: 1 in 6 small cases, 1 in 120 of the big ones. */
                     if (!tc_pick(key, (ci == 4 ? 120 : 6) * TC_THIN)) continue;
                     c.dt = (cc_dtype_t)dt;
@@ -320,8 +320,11 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                     c.off = (size_t)(key >> 12) % 5;
                     c.root = co->rooted ? (int)((key >> 16) % (uint64_t)c.n) : -1;
                     if (co->fn(&c)) {
-                        fprintf(stderr, "  (algorithm %s, %d ranks)\n",
-                                algos[a][0] ? algos[a] : "auto", c.n);
+                        fprintf(stderr,
+                                "  (%s, algorithm %s, %d ranks, %s x %zu, root %d, inplace %d, "
+                                "async %d)\n",
+                                cc_op_type_name(co->type), algos[a][0] ? algos[a] : "auto", c.n,
+                                cc_dtype_name(c.dt), c.count, c.root, c.inplace, c.async);
                         return 1;
                     }
                 }

@@ -440,7 +440,8 @@ static void late(int n, const char *tp, const char *who)
 {
     char env[64];
     snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", tp);
-    const char *envs[] = {env, "CCOMM_LOG_LEVEL=NONE", "CCOMM_DUMP_ON_TIMEOUT=0", NULL};
+    const char *envs[] = {env, TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", "CCOMM_DUMP_ON_TIMEOUT=0",
+                          NULL};
     fprintf(stderr, "-- late %s, %d ranks, %s\n", who ? who : "last", n, tp);
     assert_int_equal(cc_test_fork_ranks(n, late_rank, (void *)who, 60, envs, NULL), 0);
 }
@@ -503,7 +504,7 @@ static void test_late_root(void **s)
 static void test_unmatched(void **s)
 {
     (void)s;
-    const char *envs[] = {"CCOMM_LOG_LEVEL=NONE", "CCOMM_DUMP_ON_TIMEOUT=0", NULL};
+    const char *envs[] = {TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", "CCOMM_DUMP_ON_TIMEOUT=0", NULL};
     assert_int_equal(cc_test_fork_ranks(2, unmatched_rank, NULL, 60, envs, NULL), 0);
 }
 

@@ -162,7 +162,7 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                 if (cc__kernel_check((cc_dtype_t)dt, (cc_redop_t)op) != CC_OK) continue;
                 for (int ci = 0; ci < 5; ci++)
                     for (int v = 0; v < 4; v++) {
-                        uint64_t key = tc_key((int)co->type * 16 + a, dt, op, ci, v);
+                        uint64_t key = tc_key(c.n, (int)co->type * 16 + a, dt, op, ci, v);
                         if (!wanted(!algos[a][0], dt, op, ci, v, key)) continue;
                         c.dt = (cc_dtype_t)dt;
                         c.op = (cc_redop_t)op;
@@ -173,8 +173,12 @@ static int matrix(cc_comm_t *comm, const struct coll *co)
                         c.off = c.es * ((key >> 8) % 3); /* element-aligned, not line-aligned */
                         c.root = co->rooted ? (int)((key >> 16) % (uint64_t)c.n) : -1;
                         if (co->fn(&c)) {
-                            fprintf(stderr, "  (algorithm %s, %d ranks)\n",
-                                    algos[a][0] ? algos[a] : "auto", c.n);
+                            fprintf(stderr,
+                                    "  (%s, algorithm %s, %d ranks, %s %s x %zu, root %d, "
+                                    "inplace %d, async %d)\n",
+                                    cc_op_type_name(co->type), algos[a][0] ? algos[a] : "auto", c.n,
+                                    cc_dtype_name(c.dt), cc_redop_name(c.op), c.count, c.root,
+                                    c.inplace, c.async);
                             return 1;
                         }
                     }

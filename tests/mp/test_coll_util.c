@@ -29,11 +29,11 @@ void tc_set_full(int full)
     g_full = full;
 }
 
-uint64_t tc_key(int a, int b, int c, int d, int e)
+uint64_t tc_key(int n, int a, int b, int c, int d, int e)
 {
     uint64_t h = 1469598103934665603ull;
-    int v[5] = {a, b, c, d, e};
-    for (int i = 0; i < 5; i++)
+    int v[6] = {n, a, b, c, d, e};
+    for (int i = 0; i < 6; i++)
         h = (h ^ (uint64_t)(unsigned)v[i]) * 1099511628211ull;
     return h ^ (h >> 29);
 }
@@ -226,7 +226,7 @@ int tc_run(int n, const char *transport, int (*fn)(int, int, const char *, void 
     char env[64], full[32];
     snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", transport);
     snprintf(full, sizeof(full), "CCTEST_NIGHTLY=%d", tc_full());
-    const char *envs[] = {env, full, "CCOMM_TIMEOUT=120", NULL};
+    const char *envs[] = {env, full, TC_TIMEOUT_ENV, NULL};
     fprintf(stderr, "-- %d ranks, transport %s%s\n", n, transport,
             tc_full() ? " (full matrix)" : "");
     return cc_test_fork_ranks(n, fn, NULL, timeout_s, envs, NULL);

@@ -34,13 +34,32 @@
 #endif
 extern const size_t tc_counts[5]; /* 0, 1, 7, 1000, TC_BIG */
 
+/*
+ * CCOMM_TIMEOUT of the ranks tc_run starts, in seconds: a deadlock fails in
+ * that time with ccomm's own message naming the op and the rank waited for,
+ * not by ctest's kill minutes later. The slowest healthy op of the matrix
+ * (1M+3 elements on 8 ranks, more ranks than cores) takes well under a
+ * second in a release build; sanitizer builds run several times slower.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TC_TIMEOUT_S 60
+#else
+#define TC_TIMEOUT_S 15
+#endif
+#define TC_STR_(x)     #x
+#define TC_STR(x)      TC_STR_(x)
+#define TC_TIMEOUT_ENV "CCOMM_TIMEOUT=" TC_STR(TC_TIMEOUT_S)
+
 /* 1 when the whole matrix runs (CCTEST_NIGHTLY=1 or the "full" argument). */
 int tc_full(void);
 void tc_set_full(int full);
 
 /* Whether the combination `key` runs: always in full mode, else about 1 in `every`. */
 int tc_pick(uint64_t key, unsigned every);
-uint64_t tc_key(int a, int b, int c, int d, int e);
+/* The key of a combination on a job of n ranks: n is part of it, so each job of the sample
+ * draws its own cases (with the same cases on every job, the sample's rarest ones, such as
+ * the 1M+3 counts, would run for the same few algorithms everywhere or nowhere). */
+uint64_t tc_key(int n, int a, int b, int c, int d, int e);
 
 /* Rank r's input at element i for op: small integers, exact in every dtype and op. */
 double tc_input(int r, size_t i, cc_redop_t op);

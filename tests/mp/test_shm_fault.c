@@ -99,7 +99,7 @@ static int killed_before(int rank, int size, const char *addr, void *arg)
 
 static void expect_killed(int n, cc_test_rank_fn fn, const char *algo, int victim)
 {
-    const char *envs[] = {"CCOMM_TIMEOUT=60", "CCOMM_LOG_LEVEL=NONE", NULL};
+    const char *envs[] = {TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", NULL};
     cc_test_child_t res[8];
     cc_test_fork_ranks(n, fn, (void *)algo, 90, envs, res);
     for (int r = 0; r < n; r++) {
@@ -168,8 +168,8 @@ static int abort_rank(int rank, int size, const char *addr, void *arg)
     } else {
         sleep(1);
         cc_status_t st = cc_allreduce(comm, a, b, n, CC_FLOAT32, CC_SUM, NULL, NULL);
-        TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: peer of the aborted rank got %s",
-                   (const char *)arg, cc_status_name(st));
+        TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: peer of the aborted rank got %s", (const char *)arg,
+                   cc_status_name(st));
     }
     free(a);
     free(b);
@@ -202,7 +202,7 @@ static int mismatch_rank(int rank, int size, const char *addr, void *arg)
 
 static void run_ok(int n, cc_test_rank_fn fn, const char *arg)
 {
-    const char *envs[] = {"CCOMM_TIMEOUT=60", "CCOMM_LOG_LEVEL=NONE", NULL};
+    const char *envs[] = {TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", NULL};
     assert_int_equal(cc_test_fork_ranks(n, fn, (void *)arg, 90, envs, NULL), 0);
 }
 

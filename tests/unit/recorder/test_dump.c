@@ -292,13 +292,20 @@ static void test_frames(void **state)
     json_t *frames = get(entry_by_op(get(j, "entries", JSON_ARRAY), 1), "frames", JSON_ARRAY);
     assert_true(json_array_size(frames) >= 2);
     json_t *f0 = json_array_get(frames, 0);
-    const char *name = json_string_value(get(f0, "name", JSON_STRING));
-    assert_true(strncmp(name, "issue_op+0x", 11) == 0);
     assert_non_null(
         strstr(json_string_value(get(f0, "filename", JSON_STRING)), "test_recorder_dump"));
     get(f0, "line", JSON_INTEGER);
-    name = json_string_value(get(json_array_get(frames, 1), "name", JSON_STRING));
-    assert_true(strncmp(name, "record_mix+0x", 13) == 0);
+    /* The callers by symbol, as the optimizer left them: an optimizing build may name a
+     * specialized copy of a function "issue_op.constprop.0" (noinline keeps the frame,
+     * not the name), so "fn+0x.." or "fn.<suffix>+0x..". */
+    static const char *const callers[] = {"issue_op", "record_mix"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *name = json_string_value(get(json_array_get(frames, i), "name", JSON_STRING));
+        size_t len = strlen(callers[i]);
+        if (strncmp(name, callers[i], len) != 0 || (name[len] != '+' && name[len] != '.') ||
+            !strstr(name + len, "+0x"))
+            fail_msg("frame %zu is %s, want %s+0x...", i, name, callers[i]);
+    }
     json_decref(j);
 }
 

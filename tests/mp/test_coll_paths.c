@@ -1,0 +1,217 @@
+/*
+ * test_coll_paths.c - the collectives' size switches, at the switch: ops of
+ * exactly the threshold and one element either side, checking which path
+ * ran, not only that the op completed.
+ *
+ *  - The selection table (docs/collectives.md "Selection"): every row with
+ *    a size bound (shared memory's flat/cma switch of each collective, and
+ *    the TCP rows) picks its algorithm below the bound and the next row's at
+ *    and above it, as the POST hook's `algorithm` and `transport` show.
+ *  - CCOMM_PIPELINE_CHUNK: the ring and chain algorithms send a block of
+ *    exactly one chunk in one piece and one element more in two. The
+ *    pieces are counted by the test binary's --wrap=cc__net_isend
+ *    (tests/mp/CMakeLists.txt): the algorithms' sends come here first.
+ *
+ * The expectations are written out here, not read from select.c, so a
+ * moved bound or a `<` turned into `<=` shows.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "native/native.h"
+#include "test_coll_util.h"
+
+#define K 1024u
+
+/* ---- the sends the algorithms post ---- */
+
+static _Atomic unsigned g_isends;
+
+cc_status_t __real_cc__net_isend(cc__net_t *net, int peer, uint32_t tag, const void *buf,
+                                 size_t len, cc__req_t *req);
+cc_status_t __wrap_cc__net_isend(cc__net_t *net, int peer, uint32_t tag, const void *buf,
+                                 size_t len, cc__req_t *req)
+{
+    atomic_fetch_add(&g_isends, 1);
+    return __real_cc__net_isend(net, peer, tag, buf, len, req);
+}
+
+/* ---- what the POST hook saw of the last op ---- */
+
+static const char *g_algo, *g_transport;
+
+static void on_post(const cc_op_info_t *op, void *user)
+{
+    (void)user;
+    g_algo = op->algorithm;
+    g_transport = op->transport;
+}
+
+/* One op of `type` with `count` u8 elements per block (sum, root 0). */
+static cc_status_t run_op(cc_comm_t *c, cc_op_type_t type, size_t count, char *sb, char *rb)
+{
+    const cc_dtype_t u8 = CC_UINT8;
+    switch (type) {
+    case CC_OP_ALLREDUCE:
+        return cc_allreduce(c, sb, rb, count, u8, CC_SUM, NULL, NULL);
+    case CC_OP_BROADCAST:
+        return cc_broadcast(c, sb, rb, count, u8, 0, NULL, NULL);
+    case CC_OP_REDUCE:
+        return cc_reduce(c, sb, rb, count, u8, CC_SUM, 0, NULL, NULL);
+    case CC_OP_ALLGATHER:
+        return cc_allgather(c, sb, rb, count, u8, NULL, NULL);
+    case CC_OP_REDUCE_SCATTER:
+        return cc_reduce_scatter(c, sb, rb, count, u8, CC_SUM, NULL, NULL);
+    case CC_OP_ALLTOALL:
+        return cc_alltoall(c, sb, rb, count, u8, NULL, NULL);
+    case CC_OP_GATHER:
+        return cc_gather(c, sb, rb, count, u8, 0, NULL, NULL);
+    case CC_OP_SCATTER:
+        return cc_scatter(c, sb, rb, count, u8, 0, NULL, NULL);
+    default:
+        return CC_ERR_INVALID_ARG;
+    }
+}
+
+/* Whose selection size is the op's whole buffer of n blocks (else one block). */
+static int size_is_n_blocks(cc_op_type_t t)
+{
+    return t == CC_OP_ALLGATHER || t == CC_OP_REDUCE_SCATTER || t == CC_OP_ALLTOALL ||
+           t == CC_OP_GATHER || t == CC_OP_SCATTER;
+}
+
+/* A size row: below `bytes` `below` runs, from `bytes` on `at`. */
+struct row {
+    int shm; /* 1: on an all-shm comm, 0: over TCP */
+    cc_op_type_t type;
+    size_t bytes;
+    const char *below, *at;
+};
+
+static const struct row rows[] = {
+    {1, CC_OP_ALLREDUCE, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_BROADCAST, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_REDUCE, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_ALLGATHER, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_REDUCE_SCATTER, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_ALLTOALL, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma"},
+    {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling"},
+    {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring"},
+    {0, CC_OP_BROADCAST, 128 * K, "binomial", "ring"},
+    {0, CC_OP_REDUCE, 128 * K, "binomial", "ring"},
+    {0, CC_OP_ALLGATHER, 64 * K, "bruck", "ring"},
+    {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise"},
+    {0, CC_OP_GATHER, 64 * K, "binomial", "linear"},
+    {0, CC_OP_SCATTER, 64 * K, "binomial", "linear"},
+};
+
+#define BUF (2 * 256 * K + 64) /* the largest op: allreduce of 256K + 1 elements */
+
+static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
+{
+    int n = cc_comm_size(c);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const struct row *w = &rows[i];
+        size_t per = size_is_n_blocks(w->type) ? (size_t)n : 1;
+        if (w->shm != shm || w->bytes % per) continue; /* no count hits the bound exactly */
+        for (int d = -1; d <= 1; d++) {
+            size_t count = w->bytes / per + (size_t)d;
+            const char *want = d < 0 ? w->below : w->at;
+            g_algo = g_transport = NULL;
+            cc_status_t st = run_op(c, w->type, count, sb, rb);
+            TC_REQUIRE(st == CC_OK, "%s of %zu: %s", cc_op_type_name(w->type), count,
+                       cc_status_name(st));
+            TC_REQUIRE(g_algo && !strcmp(g_algo, want),
+                       "%s of %zu x u8 on %d ranks (selection size %zu, bound %zu): algorithm "
+                       "%s, want %s",
+                       cc_op_type_name(w->type), count, n, count * per, w->bytes,
+                       g_algo ? g_algo : "(none)", want);
+            TC_REQUIRE(g_transport && !strcmp(g_transport, shm ? "shm" : "tcp"), "%s: transport %s",
+                       cc_op_type_name(w->type), g_transport ? g_transport : "(none)");
+        }
+    }
+    return 0;
+}
+
+/* A pipelined algorithm, forced, and the block count that makes one piece per chunk. */
+struct piped {
+    cc_op_type_t type;
+    const char *algo;
+    int blocks; /* count = blocks x (elements per block): allreduce cuts count in n */
+};
+
+static const struct piped piped[] = {
+    {CC_OP_BROADCAST, "ring", 0},      {CC_OP_REDUCE, "ring", 0},    {CC_OP_ALLGATHER, "ring", 0},
+    {CC_OP_REDUCE_SCATTER, "ring", 0}, {CC_OP_ALLREDUCE, "ring", 1},
+};
+
+/* Sends of one op, summed over the ranks (the count itself is not counted). */
+static int sends_of(cc_comm_t *c, const struct piped *p, size_t block, char *sb, char *rb,
+                    unsigned *mine, uint64_t *all)
+{
+    size_t count = p->blocks ? block * (size_t)cc_comm_size(c) : block;
+    atomic_store(&g_isends, 0);
+    cc_status_t st = run_op(c, p->type, count, sb, rb);
+    *mine = atomic_load(&g_isends);
+    TC_REQUIRE(st == CC_OK, "%s %s of %zu: %s", p->algo, cc_op_type_name(p->type), count,
+               cc_status_name(st));
+    uint64_t v = *mine;
+    st = cc_allreduce(c, &v, all, 1, CC_UINT64, CC_SUM, NULL, NULL);
+    TC_REQUIRE(st == CC_OK, "allreduce of the counts: %s", cc_status_name(st));
+    return 0;
+}
+
+static int check_pipeline(cc_comm_t *c, char *sb, char *rb)
+{
+    size_t chunk = (size_t)cc__cfg()->pipeline_chunk;
+    for (size_t i = 0; i < sizeof(piped) / sizeof(piped[0]); i++) {
+        const struct piped *p = &piped[i];
+        unsigned k[3];
+        uint64_t all[3];
+        tc_force(c, p->type, p->algo);
+        for (int d = -1; d <= 1; d++)
+            if (sends_of(c, p, chunk + (size_t)d, sb, rb, &k[d + 1], &all[d + 1])) return 1;
+        tc_force(c, p->type, "");
+        TC_REQUIRE(all[1] > 0, "%s %s: no sends", p->algo, cc_op_type_name(p->type));
+        TC_REQUIRE(k[0] == k[1] && k[2] == 2 * k[1],
+                   "%s %s with CCOMM_PIPELINE_CHUNK=%zu: blocks of %zu, %zu and %zu bytes took "
+                   "%u, %u and %u sends on this rank, want k, k and 2k",
+                   p->algo, cc_op_type_name(p->type), chunk, chunk - 1, chunk, chunk + 1, k[0],
+                   k[1], k[2]);
+    }
+    return 0;
+}
+
+static int rank_main(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *c = tc_init(rank, size, addr);
+    TC_REQUIRE(c, "init");
+    cc_hook_handle_t h;
+    TC_REQUIRE(cc_hook_add_post(c, on_post, NULL, 0, &h) == CC_OK, "hook");
+    char *sb = calloc(1, BUF), *rb = calloc(1, BUF);
+    TC_REQUIRE(sb && rb, "no memory");
+    int shm = strcmp(cc__cfg()->transport, "tcp") != 0;
+    if (check_rows(c, shm, sb, rb) || check_pipeline(c, sb, rb)) return 1;
+    free(sb);
+    free(rb);
+    cc_hook_remove(h);
+    TC_REQUIRE(cc_comm_destroy(c) == CC_OK, "destroy");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* Small pipeline pieces: the switch is what counts, not the size. */
+    setenv("CCOMM_PIPELINE_CHUNK", "4K", 1);
+    static const tc_job_t jobs[] = {{2, "auto"}, {4, "auto"}, {2, "tcp"}, {4, "tcp"}};
+    return tc_main(argc, argv, rank_main, jobs, sizeof(jobs) / sizeof(jobs[0]), 300);
+}
