@@ -130,6 +130,15 @@ int cc__store_mac(const char *key, const uint8_t a[CC__STORE_NONCE],
 /* Fill `out` with random bytes from libcrypto. Returns 0 or -1. */
 int cc__store_random(uint8_t *out, size_t len);
 
+/*
+ * The AUTH nonce of an auxiliary connection (cc__store_connect_aux), tagged
+ * so that a store server in this very process knows it (cc__store_server_peers
+ * leaves such connections out). Returns 0 or -1 (no randomness).
+ */
+int cc__store_aux_nonce(uint8_t out[CC__STORE_NONCE]);
+/* 1 if `nonce` was made by cc__store_aux_nonce in this process (this pid). */
+int cc__store_nonce_is_aux(const uint8_t nonce[CC__STORE_NONCE]);
+
 /* --- addresses and messages --- */
 
 /* "1.2.3.4:5" or "[::1]:5" for a socket address. */

@@ -47,6 +47,13 @@ static void update_events(struct cc__store_server *s, struct srv_conn *c)
     if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->events = want;
 }
 
+void cc__srv_count(struct cc__store_server *s, int own_delta)
+{
+    s->nown = (size_t)((long)s->nown + own_delta);
+    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
+    atomic_store_explicit(&s->peers, s->nconns - s->nown, memory_order_relaxed);
+}
+
 void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
 {
     if (c->dead) return;
@@ -58,7 +65,7 @@ void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
-    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
+    cc__srv_count(s, c->own ? -1 : 0);
     if (!c->authed) s->nunauth--;
     /* Leave the epoll set explicitly: close() alone does not when a forked child still holds
      * the descriptor, and a stale event would then carry a pointer to freed memory. */
@@ -266,7 +273,7 @@ static void conn_new(struct cc__store_server *s, int fd, const struct sockaddr *
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     s->nconns++;
-    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
+    cc__srv_count(s, 0);
     s->nunauth++;
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s connected (%zu connections)", s->name,
                  c->addr, s->nconns);
@@ -489,13 +496,10 @@ cc_status_t cc__store_server_start(const char *host, int port, const char *job_k
         srv_free(s);
         return st;
     }
-    if (!s->key[0])
-        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                    "store %s: no job key; authentication is off and any "
-                    "client that reaches this address is accepted",
-                    s->name);
-    cc_log_info(CC_SUBSYS_BOOTSTRAP, "store listening on %s (authentication %s)", s->name,
-                s->key[0] ? "on" : "off");
+    /* Info, not a warning: the host rank's init has warned once for the job (world.c). */
+    cc_log_info(CC_SUBSYS_BOOTSTRAP, "store listening on %s (authentication %s%s)", s->name,
+                s->key[0] ? "on" : "off",
+                s->key[0] ? "" : ": any client that reaches this address is accepted");
     *out = s;
     return CC_OK;
 }
@@ -508,6 +512,11 @@ int cc__store_server_port(const cc__store_server_t *server)
 size_t cc__store_server_clients(cc__store_server_t *server)
 {
     return server ? atomic_load_explicit(&server->clients, memory_order_relaxed) : 0;
+}
+
+size_t cc__store_server_peers(cc__store_server_t *server)
+{
+    return server ? atomic_load_explicit(&server->peers, memory_order_relaxed) : 0;
 }
 
 void cc__store_server_stop(cc__store_server_t *server)

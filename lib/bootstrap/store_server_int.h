@@ -37,6 +37,7 @@ struct srv_conn {
     int fd;
     int dead;   /* closed; freed at the end of the loop iteration */
     int authed; /* the handshake succeeded; requests are accepted */
+    int own;    /* an auxiliary connection of this very process (its nonce says so) */
     char addr[64];
     uint8_t nonce[CC__STORE_NONCE]; /* the server's nonce for this connection */
     uint64_t auth_deadline_ns;
@@ -62,8 +63,9 @@ struct cc__store_server {
     pthread_t thread;
     struct cc__kv kv;
     struct srv_conn *conns, *parked, *graveyard;
-    size_t nconns, nunauth;
-    _Atomic size_t clients; /* nconns, for other threads (cc__store_server_clients) */
+    size_t nconns, nunauth, nown;
+    _Atomic size_t clients;    /* nconns, for other threads (cc__store_server_clients) */
+    _Atomic size_t peers;      /* nconns - nown, for other threads (cc__store_server_peers) */
     uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
 };
 
@@ -73,6 +75,8 @@ struct cc__store_server {
 int cc__srv_send(struct cc__store_server *s, struct srv_conn *c, struct cc__store_wr *w);
 /* The current request is answered: forget its frame and read the next one. */
 void cc__srv_frame_done(struct cc__store_server *s, struct srv_conn *c);
+/* Count a connection in (+1) or out (-1) of nown, keeping the atomic counts current. */
+void cc__srv_count(struct cc__store_server *s, int own_delta);
 /* Close a connection (deferred free; safe while iterating). */
 void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c);
 

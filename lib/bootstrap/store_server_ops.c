@@ -334,6 +334,8 @@ static int op_auth(struct cc__store_server *s, struct srv_conn *c, const struct 
     }
     c->authed = 1;
     s->nunauth--;
+    c->own = cc__store_nonce_is_aux(f[0].p);
+    if (c->own) cc__srv_count(s, +1);
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s authenticated", s->name, c->addr);
     return reply_one(s, c, CC_OK, smac, s->key[0] ? CC__STORE_MAC : 0);
 }
