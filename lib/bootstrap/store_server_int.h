@@ -64,8 +64,8 @@ struct cc__store_server {
     struct cc__kv kv;
     struct srv_conn *conns, *parked, *graveyard;
     size_t nconns, nunauth, nown;
-    _Atomic size_t clients;    /* nconns, for other threads (cc__store_server_clients) */
-    _Atomic size_t peers;      /* nconns - nown, for other threads (cc__store_server_peers) */
+    _Atomic size_t clients; /* nconns, for other threads (cc__store_server_clients) */
+    _Atomic size_t peers;   /* nconns - nown, for other threads (cc__store_server_peers) */
     uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
 };
 

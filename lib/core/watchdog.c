@@ -30,26 +30,26 @@
 #include "recorder/recorder.h"
 #include "watchdog.h"
 
-#define TICK_MS          100
+#define TICK_MS 100
 #define STORE_TIMEOUT_MS 2000
 
 static struct {
     pthread_t thread;
     int started;
-    int efd; /* eventfd: poke the thread (async-signal-safe write) */
+    int efd;                     /* eventfd: poke the thread (async-signal-safe write) */
     _Atomic int stop;
-    _Atomic int local_dump;       /* a dump was asked for here */
-    _Atomic uint64_t dumps_asked; /* dumps asked for (local or job-wide) */
-    _Atomic uint64_t dumps_done;  /* dumps finished (written or failed) */
-    uint64_t last_dump_ns;        /* when the last dump was written (watchdog thread only) */
-    _Atomic int publish_timeout;  /* a timeout happened here: tell every rank */
-    char reason[160];             /* why the local dump (set before local_dump) */
-    cc__store_t *store;           /* own connection: never shares a lock with the op path */
+    _Atomic int local_dump;      /* a dump was asked for here */
+    _Atomic uint64_t dumps_asked;  /* dumps asked for (local or job-wide) */
+    _Atomic uint64_t dumps_done;   /* dumps finished (written or failed) */
+    uint64_t last_dump_ns;         /* when the last dump was written (watchdog thread only) */
+    _Atomic int publish_timeout; /* a timeout happened here: tell every rank */
+    char reason[160];            /* why the local dump (set before local_dump) */
+    cc__store_t *store;          /* own connection: never shares a lock with the op path */
     int rank, size;
     char job_id[128];
-    int64_t seen_gen;        /* last job-wide dump request handled */
-    uint64_t *hb_value;      /* per world rank: last heartbeat seen */
-    uint64_t *hb_changed_ns; /* when it last changed */
+    int64_t seen_gen;            /* last job-wide dump request handled */
+    uint64_t *hb_value;          /* per world rank: last heartbeat seen */
+    uint64_t *hb_changed_ns;     /* when it last changed */
     uint64_t beat;
     uint64_t last_beat_ns, last_poll_ns;
     cc_hook_handle_t abort_hook;
@@ -92,11 +92,8 @@ static void write_dump(const char *why)
     path[0] = '\0'; /* stays empty when the dump fails before a name is chosen */
     cc_status_t st = cc__recorder_dump_default(path, sizeof(path));
     cc__lttng_recorder_dump(why, path, st);
-    if (st == CC_OK)
-        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
-    else
-        cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump failed (%s): %s", why,
-                    cc_status_name(st));
+    if (st == CC_OK) cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dumped to %s (%s)", path, why);
+    else cc_log_warn(CC_SUBSYS_WATCHDOG, "flight recorder dump failed (%s): %s", why, cc_status_name(st));
     atomic_store(&wd.dumps_done, asked);
     wd.last_dump_ns = cc__now_ns();
 }
@@ -110,8 +107,7 @@ static void wait_dumps(uint64_t timeout_ms)
 {
     if (!wd.started) return;
     uint64_t target = atomic_load(&wd.dumps_asked);
-    for (uint64_t waited = 0; atomic_load(&wd.dumps_done) < target && waited < timeout_ms;
-         waited += 10)
+    for (uint64_t waited = 0; atomic_load(&wd.dumps_done) < target && waited < timeout_ms; waited += 10)
         usleep(10000);
 }
 
@@ -174,8 +170,7 @@ static int silent_peer(const int *members, int n, uint64_t now, uint64_t limit_n
         if (!keys[i]) goto out;
         snprintf(keys[i], 24, "hb/%d", members[i]);
     }
-    if (cc__store_multi_get(wd.store, (const char *const *)keys, (size_t)n, vals, lens, 200) !=
-        CC_OK)
+    if (cc__store_multi_get(wd.store, (const char *const *)keys, (size_t)n, vals, lens, 200) != CC_OK)
         goto out;
     for (int i = 0; i < n; i++) {
         int w = members[i];
@@ -189,8 +184,7 @@ static int silent_peer(const int *members, int n, uint64_t now, uint64_t limit_n
         }
     }
 out:
-    for (int i = 0; keys && i < n; i++)
-        free(keys[i]);
+    for (int i = 0; keys && i < n; i++) free(keys[i]);
     free(keys);
     free(vals);
     free(lens);
@@ -213,10 +207,8 @@ static void check_comm(cc_comm_t *c, uint64_t now)
     free(members);
     if (w < 0) return;
     char why[200];
-    snprintf(why, sizeof(why),
-             "rank %d (world) has sent no heartbeat for over %.1f s while "
-             "communicator %s waited: it is stopped or dead",
-             w, (double)limit / 1e9, c->name);
+    snprintf(why, sizeof(why), "rank %d (world) has sent no heartbeat for over %.1f s while "
+             "communicator %s waited: it is stopped or dead", w, (double)limit / 1e9, c->name);
     cc__comm_fail(c, CC_ERR_PEER_LOST, NULL, why);
 }
 
@@ -269,8 +261,7 @@ static void on_abort(const cc_abort_info_t *info, void *user)
     atomic_store(&wd.local_dump, 1);
     cc__watchdog_poke();
     /* The failing op returns once its dump is written (bounded): the caller may exit next. */
-    if (info->signal == 0 && !(wd.started && pthread_equal(pthread_self(), wd.thread)))
-        wait_dumps(5000);
+    if (info->signal == 0 && !(wd.started && pthread_equal(pthread_self(), wd.thread))) wait_dumps(5000);
     if (info->reason == CC_ERR_TIMEOUT && cc__cfg()->abort_on_timeout) {
         cc_log_error(CC_SUBSYS_WATCHDOG, "CCOMM_ABORT_ON_TIMEOUT=1: ending the process");
         abort();
@@ -292,8 +283,7 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
         CC_OK)
         goto fail;
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
-    cc__store_add(wd.store, "dump/gen", 0,
-                  &wd.seen_gen); /* requests before we joined are not ours */
+    cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
     if (cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook) != CC_OK) goto fail;
     if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0) goto fail;
     wd.started = 1;

@@ -97,10 +97,8 @@ static cc_status_t claim_size(cc__world_t *w, int rank, int size, const char *pr
     int other = cur ? atoi(cur) : size;
     cc_status_t st = CC_OK;
     if (!swapped && other != size) {
-        cc_log_error(CC_SUBSYS_INIT,
-                     "world size mismatch: this rank (%d) was started with size %d, "
-                     "but rank %.*s",
-                     rank, size, (int)clen, (char *)cur);
+        cc_log_error(CC_SUBSYS_INIT, "world size mismatch: this rank (%d) was started with size %d, "
+                     "but rank %.*s", rank, size, (int)clen, (char *)cur);
         st = CC_ERR_MISMATCH;
     }
     free(cur);
@@ -119,10 +117,8 @@ static cc_status_t check_sizes(cc__world_t *w, int rank, int size, const char *p
                                          cc__cfg()->connect_timeout * 1000);
     for (int r = 0; st == CC_OK && r < size; r++) {
         if (all[r] != size) {
-            cc_log_error(CC_SUBSYS_INIT,
-                         "world size mismatch: rank %d was started with size %d, "
-                         "rank %d with size %d",
-                         rank, size, r, (int)all[r]);
+            cc_log_error(CC_SUBSYS_INIT, "world size mismatch: rank %d was started with size %d, "
+                         "rank %d with size %d", rank, size, r, (int)all[r]);
             st = CC_ERR_MISMATCH;
         }
     }
@@ -142,10 +138,8 @@ static cc_status_t claim_rank(cc__world_t *w, int rank, const char *prefix)
     int swapped = 0;
     CC_CHECK(cc__store_cas(w->store, key, NULL, 0, me, strlen(me), &cur, &clen, &swapped));
     if (!swapped) {
-        cc_log_error(CC_SUBSYS_INIT,
-                     "rank %d is already taken by process %.*s; two processes "
-                     "were given the same rank",
-                     rank, (int)clen, cur ? (char *)cur : "?");
+        cc_log_error(CC_SUBSYS_INIT, "rank %d is already taken by process %.*s; two processes "
+                     "were given the same rank", rank, (int)clen, cur ? (char *)cur : "?");
         free(cur);
         return CC_ERR_MISMATCH;
     }
@@ -160,8 +154,7 @@ static void pick_key(cc__world_t *w, int port, int size)
     if (!w->job_key[0] && port == 0 && size == 1) {
         unsigned char raw[32];
         if (RAND_bytes(raw, sizeof(raw)) == 1)
-            for (int i = 0; i < 32; i++)
-                snprintf(w->job_key + 2 * i, 3, "%02x", raw[i]);
+            for (int i = 0; i < 32; i++) snprintf(w->job_key + 2 * i, 3, "%02x", raw[i]);
     }
 }
 
@@ -182,25 +175,19 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
     pick_key(w, port, size);
     if (!w->job_key[0] && rank == 0) /* once per job: every rank would say the same */
-        cc_log_warn(CC_SUBSYS_INIT,
-                    "CCOMM_JOB_KEY is not set: the store at %s accepts any "
-                    "client (ccrun sets a key; set one yourself under other launchers)",
-                    store_addr);
+        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
     if (port == 0 && !(may_host && size == 1)) {
-        cc_log_error(CC_SUBSYS_INIT,
-                     "store address %s has port 0, which only a job of one rank "
-                     "may use",
-                     store_addr);
+        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
+                     "may use", store_addr);
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
     if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
     st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
     if (st != CC_OK && may_host && rank == 0 && !w->server) {
-        cc_log_error(CC_SUBSYS_INIT,
-                     "port of %s is in use by something that is not a ccomm store "
-                     "(%s); choose another port",
-                     store_addr, cc_status_name(st));
+        cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
+                     "(%s); choose another port", store_addr, cc_status_name(st));
         st = CC_ERR_BUSY;
     }
     if (st != CC_OK) goto fail;
@@ -240,8 +227,7 @@ static void linger(cc__world_t *w)
     while ((n = cc__store_server_peers(w->server)) > 0 && cc__now_ns() - start < limit)
         usleep(10000);
     if (n)
-        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                    "store: stopping with %zu rank(s) still connected after "
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP, "store: stopping with %zu rank(s) still connected after "
                     "%lld s (CCOMM_STORE_LINGER): their next store call fails",
                     n, (long long)cc__cfg()->store_linger);
 }
@@ -270,8 +256,8 @@ static cc_status_t attach_job_id(cc__world_t *w)
     void *cur = NULL;
     size_t clen = 0;
     int swapped = 0;
-    CC_CHECK(
-        cc__store_cas(w->store, "attach/job_id", NULL, 0, mine, (size_t)n, &cur, &clen, &swapped));
+    CC_CHECK(cc__store_cas(w->store, "attach/job_id", NULL, 0, mine, (size_t)n, &cur, &clen,
+                           &swapped));
     snprintf(w->job_id, sizeof(w->job_id), "%.*s", (int)(clen < 127 ? clen : 127),
              cur ? (char *)cur : mine);
     free(cur);
@@ -293,18 +279,16 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
     if (port == 0 && size != 1) {
-        cc_log_error(CC_SUBSYS_INIT,
-                     "store address %s has port 0, which only a job of one rank "
-                     "may use",
-                     store_addr);
+        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
+                     "may use", store_addr);
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
     pick_key(w, port, size);
     if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
-    CC_CHECK_GOTO(
-        cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store), st,
-        fail);
+    CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
+                                    &w->store),
+                  st, fail);
     CC_CHECK_GOTO(attach_job_id(w), st, fail);
     *out = w;
     return CC_OK;
