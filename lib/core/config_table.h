@@ -213,11 +213,22 @@
     X(SLURM_LOCALID, slurm_localid)                                                                \
     X(SLURM_JOB_ID, slurm_job_id)                                                                  \
     X(SLURM_STEP_ID, slurm_step_id)                                                                \
+    X(SLURM_STEPID, slurm_stepid)                                                                  \
+    X(SLURM_STEP_NUM_TASKS, slurm_step_num_tasks)                                                  \
+    X(SLURM_STEP_NODELIST, slurm_step_nodelist)                                                    \
+    X(SLURM_JOB_NODELIST, slurm_job_nodelist)                                                      \
+    X(SLURM_NODELIST, slurm_nodelist)                                                              \
     X(OMPI_COMM_WORLD_RANK, ompi_rank)                                                             \
     X(OMPI_COMM_WORLD_SIZE, ompi_size)                                                             \
     X(OMPI_COMM_WORLD_LOCAL_RANK, ompi_local_rank)                                                 \
+    X(OMPI_COMM_WORLD_LOCAL_SIZE, ompi_local_size)                                                 \
+    X(OMPI_MCA_orte_hnp_uri, ompi_hnp_uri)                                                         \
+    X(OMPI_MCA_ess_base_jobid, ompi_jobid)                                                         \
+    X(PMIX_NAMESPACE, pmix_namespace)                                                              \
     X(PMI_RANK, pmi_rank)                                                                          \
     X(PMI_SIZE, pmi_size)                                                                          \
+    X(MPI_LOCALRANKID, mpi_local_rank)                                                             \
+    X(MPI_LOCALNRANKS, mpi_local_size)                                                             \
     X(HOME, home)                                                                                  \
     X(XDG_CACHE_HOME, xdg_cache_home)
 

@@ -36,7 +36,8 @@ bad:
     return CC_ERR_INVALID_ARG;
 }
 
-/* Rank 0 (or whoever may host) starts the store unless one listens already. */
+/* The rank that may host (rank 0, or the launcher's choice) starts the store unless one
+ * listens already. */
 static cc_status_t maybe_host(cc__world_t *w, const char *addr, const char *key)
 {
     char host[256];
@@ -183,9 +184,9 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
     st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
-    if (st != CC_OK && may_host && rank == 0 && !w->server) {
+    if (st != CC_OK && may_host && !w->server) {
         cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
                      "(%s); choose another port", store_addr, cc_status_name(st));
         st = CC_ERR_BUSY;
@@ -285,7 +286,7 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
         goto fail;
     }
     pick_key(w, port, size);
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
     CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
                                     &w->store),
                   st, fail);

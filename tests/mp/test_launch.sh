@@ -21,8 +21,7 @@ start() {
     env -i PATH="$PATH" HOME="${HOME:-/}" CCOMM_LOG_LEVEL=INFO "$@" stdbuf -oL "$HELLO" >"$tmp/out.$r" 2>"$tmp/err.$r" &
     echo $! >"$tmp/pid.$r"
 }
-# finish N : wait for ranks 0..N-1; each must exit 0 and print "rank r of N"; the job must end
-# within 5 s of the last collective's output (the store's linger used to add 10 s).
+# finish N : wait for ranks 0..N-1 (each must exit 0), then check N.
 finish() {
     n=$1 r=0 bad=
     while [ $r -lt "$n" ]; do
@@ -31,7 +30,12 @@ finish() {
     done
     end=$(now_ms)
     [ -z "$bad" ] || fail "rank(s)$bad exited non-zero"
-    r=0
+    check "$n"
+}
+# check N : each rank printed "rank r of N"; the job ended (at $end) within 5 s of the last
+# collective's output (the store's linger used to add 10 s).
+check() {
+    n=$1 r=0
     while [ $r -lt "$n" ]; do
         grep -q "^rank $r of $n: sum of ranks" "$tmp/out.$r" || fail "rank $r did not report rank $r of $n"
         r=$((r + 1))
@@ -56,6 +60,81 @@ torchrun)
     # One warning about the missing job key per job, from rank 0 (there were 5).
     [ "$(cat "$tmp"/err.* | grep -c 'WARN.*job key\|WARN.*JOB_KEY')" = 1 ] || fail "not one job-key warning"
     has err.0 "WARN INIT: CCOMM_JOB_KEY is not set"
+    ;;
+srun)
+    # A task of srun: a step id, the step's node list in Slurm's bracket form.
+    n=4 r=0
+    while [ $r -lt $n ]; do
+        start $r $n SLURM_JOB_ID=$$ SLURM_JOBID=$$ SLURM_STEP_ID=0 SLURM_STEPID=0 SLURM_PROCID=$r \
+            SLURM_NTASKS=$n SLURM_STEP_NUM_TASKS=$n SLURM_LOCALID=$r \
+            SLURM_STEP_NODELIST='127.0.0.[1-4]' SLURM_JOB_NODELIST='127.0.0.[1-4]'
+        r=$((r + 1))
+    done
+    finish $n
+    has err.0 "launched by slurm: rank 0 of 4, store 127.0.0.1:[0-9]* (hosted by this rank)"
+    has err.3 "launched by slurm: rank 3 of 4, store 127.0.0.1:"
+    ;;
+batch_mpirun)
+    # mpirun inside a batch script: the script's SLURM_PROCID=0 SLURM_NTASKS=1 (no step id)
+    # are inherited by every rank; Open MPI's variables describe the process.
+    n=3 r=0
+    while [ $r -lt $n ]; do
+        start $r $n SLURM_JOB_ID=$$ SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0 \
+            SLURM_JOB_NODELIST=localhost OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=$n \
+            OMPI_COMM_WORLD_LOCAL_RANK=$r OMPI_COMM_WORLD_LOCAL_SIZE=$n OMPI_MCA_ess_base_jobid=$$ \
+            OMPI_MCA_orte_hnp_uri="$$.0;tcp://127.0.0.1:1;tcp6://[::1]:2"
+        r=$((r + 1))
+    done
+    finish $n
+    has err.1 "launched by open mpi: rank 1 of 3"
+    has err.0 "(hosted by this rank)"
+    ;;
+ompi_pmix)
+    # Open MPI 5 (PMIx, no HNP URI in the environment), all ranks on one host.
+    n=2 r=0
+    while [ $r -lt $n ]; do
+        start $r $n PMIX_NAMESPACE=prterun-vm-$$@1 PMIX_RANK=$r OMPI_COMM_WORLD_RANK=$r \
+            OMPI_COMM_WORLD_SIZE=$n OMPI_COMM_WORLD_LOCAL_RANK=$r OMPI_COMM_WORLD_LOCAL_SIZE=$n
+        r=$((r + 1))
+    done
+    finish $n
+    has err.0 "launched by open mpi: rank 0 of 2, store 127.0.0.1:"
+    ;;
+store_addr)
+    # CCOMM_STORE_ADDR alone: rank 0, on that host, starts the store.
+    n=3 r=0
+    while [ $r -lt $n ]; do
+        start $r $n RANK=$r WORLD_SIZE=$n CCOMM_STORE_ADDR=127.0.0.1:$PORT CCOMM_CONNECT_TIMEOUT=10
+        r=$((r + 1))
+    done
+    finish $n
+    has err.0 "store 127.0.0.1:$PORT (hosted by this rank)"
+    ;;
+batch_only)
+    # A batch script that runs the program itself (no srun): a job of one, at once.
+    start 0 1 SLURM_JOB_ID=$$ SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_JOB_NODELIST='n[1-4]'
+    finish 1
+    has err.0 "without a step id: a batch script"
+    ;;
+disagree)
+    start 0 1 OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 PMI_RANK=1 PMI_SIZE=4
+    wait "$(cat "$tmp/pid.0")" && fail "a process with two disagreeing MPI runtimes ran"
+    has err.0 "launchers disagree: open mpi says rank 0 of 2, pmi says rank 1 of 4"
+    ;;
+mpirun)
+    command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun"; exit 77; }
+    # Real Open MPI, also under a batch script's inherited Slurm rank (no SLURM_JOB_ID: that
+    # would make mpirun itself look for srun).
+    for slurm in "" "SLURM_PROCID=0 SLURM_NTASKS=1"; do
+        rm -f "$tmp"/out.* "$tmp"/err.*
+        env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE $slurm CCOMM_LOG_LEVEL=INFO \
+            mpirun --allow-run-as-root --oversubscribe -n 2 \
+            sh -c "stdbuf -oL '$HELLO' >$tmp/out.\$OMPI_COMM_WORLD_RANK 2>$tmp/err.\$OMPI_COMM_WORLD_RANK" &
+        wait $! || fail "mpirun ($slurm) exited non-zero"
+        end=$(now_ms)
+        check 2
+        has err.0 "launched by open mpi: rank 0 of 2"
+    done
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac
