@@ -117,6 +117,21 @@ leftovers)
     done
     has err 'sending SIGKILL'
     ;;
+fd_limit)
+    # soft == hard == 64: 16 ranks need 96 descriptors in ccrun; refused before any rank starts.
+    (ulimit -n 64 && exec "$CCRUN" -n 16 -- "$RANKPROG" env 16) >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "ccrun exited $rc under ulimit -n 64, expected 1"
+    has err 'the open-file limit is 64 (hard limit 64), but 16 ranks need 96 descriptors'
+    has err 'ulimit -n 96'
+    hasnt out 'ok$'
+    hasnt err 'Operation now in progress'
+    # Enough descriptors: the same job runs.
+    (ulimit -n 200 && exec "$CCRUN" -n 16 -- "$RANKPROG" env 16) >"$tmp/out" 2>"$tmp/err" ||
+        fail "16 ranks under ulimit -n 200 failed"
+    [ "$(grep -c ' ok$' "$tmp/out")" = 16 ] || fail "expected 16 ok lines"
+    hasnt err 'cannot accept'
+    ;;
 wrong_key)
     run 0 -n 2 -- "$RANKPROG" wrongkey
     [ "$(grep -c 'other keys refused' "$tmp/out")" = 2 ] || fail "both ranks must be refused"
