@@ -40,7 +40,7 @@ typedef struct cc__store_server cc__store_server_t;
 /*
  * Start a store server listening on `host` ("0.0.0.0", "127.0.0.1", an IP or
  * a name) and `port` (0 = any free port). `job_key` may be "" (then any
- * client is accepted; the info line of the start says so).
+ * client is accepted and a warning is logged once).
  * Returns CC_OK; CC_ERR_BUSY (port in use; the log names host:port);
  * CC_ERR_SYSTEM; CC_ERR_INVALID_ARG.
  */

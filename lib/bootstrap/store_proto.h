@@ -27,8 +27,16 @@
 #define CC__STORE_MAX_REPLY   (256u << 20) /* a multi_get answer */
 #define CC__STORE_MAX_FIELDS  (CC__STORE_MAX_KEYS + 1u)
 
-/* A connection that has not authenticated within this time is dropped. */
-#define CC__STORE_AUTH_TIMEOUT_MS 60000
+/*
+ * A connection that has not authenticated within this time is dropped: an
+ * honest client answers the server's hello at once. At most this many
+ * connections may be unauthenticated at a time; beyond it the oldest one
+ * (if it had CC__STORE_LOGIN_MIN_MS to answer) makes room for a new one, so
+ * idle strangers cannot hold the server's descriptors.
+ */
+#define CC__STORE_AUTH_TIMEOUT_MS 5000
+#define CC__STORE_MAX_UNAUTH      256
+#define CC__STORE_LOGIN_MIN_MS    100
 
 /* Requests (client -> server); a reply carries the request's opcode. */
 enum cc__store_op {

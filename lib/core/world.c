@@ -175,9 +175,6 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
     pick_key(w, port, size);
-    if (!w->job_key[0] && rank == 0) /* once per job: every rank would say the same */
-        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
-                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
     if (port == 0 && !(may_host && size == 1)) {
         cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
                      "may use", store_addr);
@@ -185,6 +182,12 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
         goto fail;
     }
     if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    /* Once per job: rank 0 says it, unless its own store just did. */
+    if (!w->job_key[0] && rank == 0 && !w->server)
+        cc_log_warn(CC_SUBSYS_INIT,
+                    "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)",
+                    store_addr);
     st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
     if (st != CC_OK && may_host && !w->server) {
         cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "

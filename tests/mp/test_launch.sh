@@ -59,7 +59,7 @@ torchrun)
     has err.0 "launched by torchrun: rank 0 of 4"
     # One warning about the missing job key per job, from rank 0 (there were 5).
     [ "$(cat "$tmp"/err.* | grep -c 'WARN.*job key\|WARN.*JOB_KEY')" = 1 ] || fail "not one job-key warning"
-    has err.0 "WARN INIT: CCOMM_JOB_KEY is not set"
+    has err.0 "WARN BOOTSTRAP: store 0.0.0.0:$((PORT + 1)): no job key"
     ;;
 srun)
     # A task of srun: a step id, the step's node list in Slurm's bracket form.
