@@ -58,6 +58,11 @@
       "IP address that peers use to reach this rank over TCP; default: the local address of the "  \
       "connection to the store.",                                                                  \
       0)                                                                                           \
+    X(SOCKET_IFNAME, socket_ifname, STR, "",                                                       \
+      "Interface whose address peers use to reach this rank over TCP, in NCCL_SOCKET_IFNAME's "    \
+      "syntax: name prefixes (eth,ib), =name for exact names, ^ to exclude (^docker,lo). "         \
+      "CCOMM_SOCKET_ADDR, if set, wins.",                                                          \
+      0)                                                                                           \
     X(SHM_DIR, shm_dir, STR, "/dev/shm", "Directory of shared-memory segments.", 0)                \
     X(SHM_RING_SIZE, shm_ring_size, SIZE, "1M",                                                    \
       "Bytes of each shared-memory ring between two ranks (one per direction).", 0)                \

@@ -7,7 +7,12 @@
 set -u
 case=$1 HELLO=$2
 tmp=$(mktemp -d /tmp/ccomm_launch.XXXXXX)
-cleanup() { rm -rf "$tmp"; }
+nsA= nsB=
+cleanup() {
+    [ -n "$nsA" ] && ip netns del "$nsA" 2>/dev/null # deleting a namespace removes its veth end
+    [ -n "$nsB" ] && ip netns del "$nsB" 2>/dev/null
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 fail() { echo "FAIL ($case): $*"; for f in "$tmp"/out.* "$tmp"/err.*; do [ -e "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
 # A port per run, so that parallel runs of this test do not meet.
@@ -16,9 +21,10 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # start R N VAR=VALUE... : start rank R of N in the background with only these variables
 # (plus PATH and HOME), its output in out.R and err.R; its pid in pid.R.
+WRAP=
 start() {
     r=$1; shift 2
-    env -i PATH="$PATH" HOME="${HOME:-/}" CCOMM_LOG_LEVEL=INFO "$@" "$HELLO" >"$tmp/out.$r" 2>"$tmp/err.$r" &
+    $WRAP env -i PATH="$PATH" HOME="${HOME:-/}" CCOMM_LOG_LEVEL=INFO "$@" "$HELLO" >"$tmp/out.$r" 2>"$tmp/err.$r" &
     echo $! >"$tmp/pid.$r"
 }
 # finish N : wait for ranks 0..N-1 (each must exit 0), then check N.
@@ -124,6 +130,53 @@ disagree)
     start 0 1 OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 PMI_RANK=1 PMI_SIZE=4
     wait "$(cat "$tmp/pid.0")" && fail "a process with two disagreeing MPI runtimes ran"
     has err.0 "launchers disagree: open mpi says rank 0 of 2, pmi says rank 1 of 4"
+    ;;
+twohost)
+    # Two "hosts": network namespaces joined by a veth pair, each with its own host name
+    # (a UTS namespace) and a local-only interface (a veth pair inside it), dum0, that peers
+    # cannot reach. srun-style, 2 ranks on each:
+    # shm inside a host, TCP across, the store on the first node of the step.
+    [ "$(id -u)" = 0 ] || { echo "skipped: network namespaces need root"; exit 77; }
+    command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1 ||
+        { echo "skipped: ip (iproute2) or unshare missing"; exit 77; }
+    nsA=ccLA$$ nsB=ccLB$$
+    ip netns add "$nsA" 2>"$tmp/ip.err" || { echo "skipped: ip netns add: $(cat "$tmp/ip.err")"; nsA=; exit 77; }
+    ip netns add "$nsB" && ip link add "v$nsA" type veth peer name "v$nsB" &&
+        ip link set "v$nsA" netns "$nsA" && ip link set "v$nsB" netns "$nsB" &&
+        ip -n "$nsA" addr add 10.78.0.1/24 dev "v$nsA" && ip -n "$nsB" addr add 10.78.0.2/24 dev "v$nsB" &&
+        ip -n "$nsA" link add dum0 type veth peer name dum1 &&
+        ip -n "$nsB" link add dum0 type veth peer name dum1 &&
+        ip -n "$nsA" addr add 10.79.0.1/24 dev dum0 && ip -n "$nsB" addr add 10.79.1.1/24 dev dum0 &&
+        for ns in "$nsA" "$nsB"; do
+            ip -n "$ns" link set lo up && ip -n "$ns" link set dum0 up && ip -n "$ns" link set dum1 up &&
+                ip -n "$ns" link set "v$ns" up || exit 1
+        done || { echo "skipped: cannot build the veth pair"; exit 77; }
+    printf 'hostname "$1" || exit 1\nshift\nexec "$@"\n' >"$tmp/onhost.sh"
+    run_two() { # IFNAME: four ranks, 0-1 on nodeA, 2-3 on nodeB
+        r=0
+        while [ $r -lt 4 ]; do
+            ns=$nsA node=nodeA; [ $r -ge 2 ] && ns=$nsB node=nodeB
+            WRAP="ip netns exec $ns unshare --uts sh $tmp/onhost.sh $node"
+            start $r 4 SLURM_JOB_ID=$$ SLURM_STEP_ID=1 SLURM_PROCID=$r SLURM_NTASKS=4 \
+                SLURM_LOCALID=$((r % 2)) SLURM_STEP_NODELIST='10.78.0.[1-2]' \
+                CCOMM_SOCKET_IFNAME="$1" CCOMM_CONNECT_TIMEOUT=5
+            r=$((r + 1))
+        done
+        WRAP=
+    }
+    run_two '^lo,dum'
+    finish 4
+    has err.0 "launched by slurm: rank 0 of 4, store 10.78.0.1:[0-9]* (hosted by this rank)"
+    has err.0 "rank 0 of 4 connected: 1 peers over shm, 2 over tcp"
+    has err.3 "rank 3 of 4 connected: 1 peers over shm, 2 over tcp"
+    has err.2 "net: rank 2 listens on 10.78.0.2 (interface v$nsB"
+    # The interface decides the address peers dial: the dum0 ones cannot reach each other.
+    rm -f "$tmp"/out.* "$tmp"/err.*
+    run_two '=dum0'
+    r=0 bad=0
+    while [ $r -lt 4 ]; do wait "$(cat "$tmp/pid.$r")" || bad=$((bad + 1)); r=$((r + 1)); done
+    [ $bad -gt 0 ] || fail "ranks whose peers dial unreachable dum0 addresses formed a job"
+    grep -q "listens on 10.79" "$tmp"/err.* || fail "CCOMM_SOCKET_IFNAME=dum0 did not choose dum0"
     ;;
 mpirun)
     command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun"; exit 77; }
