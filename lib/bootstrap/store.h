@@ -50,6 +50,14 @@ cc_status_t cc__store_server_start(const char *host, int port, const char *job_k
 int cc__store_server_port(const cc__store_server_t *server);
 /* How many clients are connected now (any thread). */
 size_t cc__store_server_clients(cc__store_server_t *server);
+/*
+ * How many of them are peers: all but the auxiliary connections that this
+ * very process opened (cc__store_connect_aux: its watchdog's, which closes
+ * only when the process exits). Ranks that are threads of this process use
+ * ordinary connections and count. A connection still in its handshake counts.
+ * Any thread.
+ */
+size_t cc__store_server_peers(cc__store_server_t *server);
 /* Stop the thread, close every connection, free everything. NULL is ignored. */
 void cc__store_server_stop(cc__store_server_t *server);
 
@@ -67,6 +75,13 @@ void cc__store_server_stop(cc__store_server_t *server);
  */
 cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t timeout_ms,
                               cc__store_t **out);
+/*
+ * The same, for a connection that must not keep a store of this process up
+ * (the watchdog's): the server knows it from the handshake and leaves it out
+ * of cc__store_server_peers. To every other process it is an ordinary client.
+ */
+cc_status_t cc__store_connect_aux(const char *addr, const char *job_key, int64_t timeout_ms,
+                                  cc__store_t **out);
 /*
  * Free the handle. The connection closes when the base handle and every view
  * made from it are closed, in any order. NULL is ignored.

@@ -133,7 +133,7 @@ static cc_status_t auth_exchange(struct cc__store_conn *c, const char *key, cons
     uint8_t cnonce[CC__STORE_NONCE], mac[CC__STORE_MAC], smac[CC__STORE_MAC];
     struct cc__store_reply rep = {0};
     struct cc__store_wr w;
-    if (cc__store_random(cnonce, sizeof(cnonce)) != 0 ||
+    if ((c->aux ? cc__store_aux_nonce(cnonce) : cc__store_random(cnonce, sizeof(cnonce))) != 0 ||
         (*key && cc__store_mac(key, snonce, cnonce, mac) != 0)) {
         cc_log_error(CC_SUBSYS_BOOTSTRAP, "store %s: libcrypto failed to make the handshake",
                      c->addr);
@@ -295,7 +295,7 @@ static void conn_unref(struct cc__store_conn *c)
     free(c);
 }
 
-cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t timeout_ms,
+static cc_status_t connect_as(const char *addr, const char *job_key, int64_t timeout_ms, int aux,
                               cc__store_t **out)
 {
     char host[256];
@@ -318,6 +318,7 @@ cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t tim
     atomic_init(&c->refs, 1);
     snprintf(c->addr, sizeof(c->addr), "%s", addr);
     c->io_ms = timeout_ms > IO_MIN_MS ? timeout_ms : IO_MIN_MS;
+    c->aux = aux;
     s->conn = c;
     cc_status_t st = conn_open(c, host, port, job_key ? job_key : "", timeout_ms);
     if (st != CC_OK) {
@@ -328,6 +329,18 @@ cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t tim
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: connected and authenticated", addr);
     *out = s;
     return CC_OK;
+}
+
+cc_status_t cc__store_connect(const char *addr, const char *job_key, int64_t timeout_ms,
+                              cc__store_t **out)
+{
+    return connect_as(addr, job_key, timeout_ms, 0, out);
+}
+
+cc_status_t cc__store_connect_aux(const char *addr, const char *job_key, int64_t timeout_ms,
+                                  cc__store_t **out)
+{
+    return connect_as(addr, job_key, timeout_ms, 1, out);
 }
 
 void cc__store_close(cc__store_t *store)

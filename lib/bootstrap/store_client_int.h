@@ -23,6 +23,7 @@ struct cc__store_conn {
     int64_t io_ms;   /* how long the server may take beyond a request's own wait */
     uint8_t *rbuf;   /* payload of the last reply */
     size_t rcap;
+    int aux; /* opened by cc__store_connect_aux: the server's process leaves it out */
 };
 
 struct cc__store {

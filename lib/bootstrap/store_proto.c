@@ -5,10 +5,13 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
@@ -209,6 +212,51 @@ int cc__store_mac(const char *key, const uint8_t a[CC__STORE_NONCE],
 int cc__store_random(uint8_t *out, size_t len)
 {
     return (len <= INT32_MAX && RAND_bytes(out, (int)len) == 1) ? 0 : -1;
+}
+
+/*
+ * Nonces of auxiliary connections that the server of the same process can
+ * recognise: the first
+ * half is random, the second an HMAC of it and the pid under a secret that
+ * never leaves the process. To anyone else the nonce is 32 random bytes; a
+ * forked child (same secret, other pid) is a peer like any other.
+ */
+static uint8_t g_own_secret[32];
+static int g_own_ok;
+static pthread_once_t g_own_once = PTHREAD_ONCE_INIT;
+
+static void own_secret_init(void)
+{
+    g_own_ok = RAND_bytes(g_own_secret, sizeof(g_own_secret)) == 1;
+}
+
+static int own_tag(const uint8_t half[CC__STORE_NONCE / 2], uint8_t tag[CC__STORE_MAC])
+{
+    pthread_once(&g_own_once, own_secret_init);
+    uint8_t msg[CC__STORE_NONCE / 2 + 4];
+    uint32_t pid = (uint32_t)getpid();
+    unsigned int outlen = 0;
+    memcpy(msg, half, CC__STORE_NONCE / 2);
+    cc__put_u32(msg + CC__STORE_NONCE / 2, pid);
+    if (!g_own_ok ||
+        !HMAC(EVP_sha256(), g_own_secret, sizeof(g_own_secret), msg, sizeof(msg), tag, &outlen))
+        return -1;
+    return outlen == CC__STORE_MAC ? 0 : -1;
+}
+
+int cc__store_aux_nonce(uint8_t out[CC__STORE_NONCE])
+{
+    uint8_t tag[CC__STORE_MAC];
+    if (cc__store_random(out, CC__STORE_NONCE) != 0) return -1;
+    if (own_tag(out, tag) == 0) memcpy(out + CC__STORE_NONCE / 2, tag, CC__STORE_NONCE / 2);
+    return 0; /* without a tag the nonce is still a good nonce: the server counts it as a peer */
+}
+
+int cc__store_nonce_is_aux(const uint8_t nonce[CC__STORE_NONCE])
+{
+    uint8_t tag[CC__STORE_MAC];
+    return own_tag(nonce, tag) == 0 &&
+           CRYPTO_memcmp(tag, nonce + CC__STORE_NONCE / 2, CC__STORE_NONCE / 2) == 0;
 }
 
 void cc__store_sockaddr_str(const struct sockaddr *sa, char *buf, size_t buflen)

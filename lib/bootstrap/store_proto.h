@@ -27,8 +27,16 @@
 #define CC__STORE_MAX_REPLY   (256u << 20) /* a multi_get answer */
 #define CC__STORE_MAX_FIELDS  (CC__STORE_MAX_KEYS + 1u)
 
-/* A connection that has not authenticated within this time is dropped. */
-#define CC__STORE_AUTH_TIMEOUT_MS 60000
+/*
+ * A connection that has not authenticated within this time is dropped: an
+ * honest client answers the server's hello at once. At most this many
+ * connections may be unauthenticated at a time; beyond it the oldest one
+ * (if it had CC__STORE_LOGIN_MIN_MS to answer) makes room for a new one, so
+ * idle strangers cannot hold the server's descriptors.
+ */
+#define CC__STORE_AUTH_TIMEOUT_MS 5000
+#define CC__STORE_MAX_UNAUTH      256
+#define CC__STORE_LOGIN_MIN_MS    100
 
 /* Requests (client -> server); a reply carries the request's opcode. */
 enum cc__store_op {
@@ -129,6 +137,15 @@ int cc__store_mac(const char *key, const uint8_t a[CC__STORE_NONCE],
                   const uint8_t b[CC__STORE_NONCE], uint8_t out[CC__STORE_MAC]);
 /* Fill `out` with random bytes from libcrypto. Returns 0 or -1. */
 int cc__store_random(uint8_t *out, size_t len);
+
+/*
+ * The AUTH nonce of an auxiliary connection (cc__store_connect_aux), tagged
+ * so that a store server in this very process knows it (cc__store_server_peers
+ * leaves such connections out). Returns 0 or -1 (no randomness).
+ */
+int cc__store_aux_nonce(uint8_t out[CC__STORE_NONCE]);
+/* 1 if `nonce` was made by cc__store_aux_nonce in this process (this pid). */
+int cc__store_nonce_is_aux(const uint8_t nonce[CC__STORE_NONCE]);
 
 /* --- addresses and messages --- */
 

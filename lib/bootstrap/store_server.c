@@ -29,6 +29,8 @@
 #define SRV_TICK_MS        1000         /* longest sleep of the loop */
 #define SRV_KEEP_BUF       65536u       /* buffers above this are freed after each frame */
 #define SRV_INITIAL_IN_CAP 256u
+#define SRV_WARN_WINDOW_NS 5000000000ull /* warnings about refused clients: per 5 s ... */
+#define SRV_WARN_MAX       10            /* ... at most this many */
 
 static int busy(const struct srv_conn *c)
 {
@@ -47,6 +49,60 @@ static void update_events(struct cc__store_server *s, struct srv_conn *c)
     if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->events = want;
 }
 
+void cc__srv_count(struct cc__store_server *s, int own_delta)
+{
+    s->nown = (size_t)((long)s->nown + own_delta);
+    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
+    atomic_store_explicit(&s->peers, s->nconns - s->nown, memory_order_relaxed);
+}
+
+static void unauth_unlink(struct cc__store_server *s, struct srv_conn *c)
+{
+    if (c->uprev)
+        c->uprev->unext = c->unext;
+    else
+        s->unauth_head = c->unext;
+    if (c->unext)
+        c->unext->uprev = c->uprev;
+    else
+        s->unauth_tail = c->uprev;
+    c->uprev = c->unext = NULL;
+    s->nunauth--;
+}
+
+void cc__srv_authed(struct cc__store_server *s, struct srv_conn *c)
+{
+    c->authed = 1;
+    unauth_unlink(s, c);
+}
+
+/* Say how many warnings the last window held back, once it is over. */
+static void warn_window_roll(struct cc__store_server *s, uint64_t now)
+{
+    if (now - s->warn_window_ns < SRV_WARN_WINDOW_NS) return;
+    if (s->warn_suppressed)
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                    "store %s: %llu more refused or dropped clients in the last %llu s were not "
+                    "logged one by one",
+                    s->name, (unsigned long long)s->warn_suppressed,
+                    (unsigned long long)((now - s->warn_window_ns) / 1000000000ull));
+    s->warn_window_ns = now;
+    s->warn_count = 0;
+    s->warn_suppressed = 0;
+}
+
+int cc__srv_warn_ok(struct cc__store_server *s, const struct srv_conn *c)
+{
+    if (c->authed) return 1;
+    warn_window_roll(s, cc__now_ns());
+    if (s->warn_count < SRV_WARN_MAX) {
+        s->warn_count++;
+        return 1;
+    }
+    s->warn_suppressed++;
+    return 0;
+}
+
 void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
 {
     if (c->dead) return;
@@ -58,8 +114,8 @@ void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
-    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
-    if (!c->authed) s->nunauth--;
+    cc__srv_count(s, c->own ? -1 : 0);
+    if (!c->authed) unauth_unlink(s, c);
     /* Leave the epoll set explicitly: close() alone does not when a forked child still holds
      * the descriptor, and a stale event would then carry a pointer to freed memory. */
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -166,7 +222,7 @@ static int conn_recv(struct cc__store_server *s, struct srv_conn *c, uint32_t ne
     }
     if (n < 0 && errno == EINTR) return 1;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    if (n == 0 && c->in_len > 0)
+    if (n == 0 && c->in_len > 0 && cc__srv_warn_ok(s, c))
         cc_log_warn(CC_SUBSYS_BOOTSTRAP,
                     "store %s: client %s closed its connection in the middle "
                     "of a frame (%u of %u bytes): truncated frame",
@@ -195,10 +251,11 @@ static void conn_input(struct cc__store_server *s, struct srv_conn *c)
             cc__store_hdr_decode(c->in, &c->hdr);
             uint32_t limit = c->authed ? CC__STORE_MAX_REQUEST : CC__STORE_MAX_PREAUTH;
             if (cc__store_hdr_check(&c->hdr, limit, why, sizeof(why)) != 0) {
-                cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                            "store %s: client %s sent a malformed frame: %s;"
-                            " closing its connection",
-                            s->name, c->addr, why);
+                if (cc__srv_warn_ok(s, c))
+                    cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                                "store %s: client %s sent a malformed frame: %s;"
+                                " closing its connection",
+                                s->name, c->addr, why);
                 cc__srv_kill(s, c);
                 return;
             }
@@ -253,6 +310,7 @@ static void conn_new(struct cc__store_server *s, int fd, const struct sockaddr *
     c->fd = fd;
     c->in_cap = SRV_INITIAL_IN_CAP;
     cc__store_sockaddr_str(sa, c->addr, sizeof(c->addr));
+    c->accept_ns = cc__now_ns();
     c->auth_deadline_ns = cc__deadline_after_ms(CC__STORE_AUTH_TIMEOUT_MS);
     c->events = EPOLLIN | EPOLLRDHUP;
     struct epoll_event ev = {.events = c->events, .data.ptr = c};
@@ -266,8 +324,14 @@ static void conn_new(struct cc__store_server *s, int fd, const struct sockaddr *
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     s->nconns++;
-    atomic_store_explicit(&s->clients, s->nconns, memory_order_relaxed);
+    cc__srv_count(s, 0);
     s->nunauth++;
+    c->uprev = s->unauth_tail; /* newest last: the list is in deadline order */
+    if (s->unauth_tail)
+        s->unauth_tail->unext = c;
+    else
+        s->unauth_head = c;
+    s->unauth_tail = c;
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s connected (%zu connections)", s->name,
                  c->addr, s->nconns);
     conn_hello(s, c);
@@ -279,9 +343,39 @@ static void set_listen_events(struct cc__store_server *s, uint32_t events)
     epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev);
 }
 
+static void pause_accepts(struct cc__store_server *s, uint64_t until_ns)
+{
+    set_listen_events(s, 0);
+    s->accept_resume_ns = until_ns;
+}
+
+/*
+ * Room for one more unauthenticated connection? At the cap, the oldest one
+ * goes if it has had its moment to answer; otherwise accepting waits until it
+ * has (logins in progress come first). Returns 1 if a connection may be
+ * accepted now.
+ */
+static int unauth_room(struct cc__store_server *s)
+{
+    if (s->nunauth < CC__STORE_MAX_UNAUTH) return 1;
+    struct srv_conn *old = s->unauth_head;
+    uint64_t ripe = old->accept_ns + (uint64_t)CC__STORE_LOGIN_MIN_MS * 1000000u;
+    if (cc__now_ns() < ripe) {
+        pause_accepts(s, ripe);
+        return 0;
+    }
+    if (cc__srv_warn_ok(s, old))
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                    "store %s: %zu connections are not authenticated; dropping the oldest, client "
+                    "%s, to accept new ones",
+                    s->name, s->nunauth, old->addr);
+    cc__srv_kill(s, old);
+    return 1;
+}
+
 static void srv_accept(struct cc__store_server *s)
 {
-    for (int i = 0; i < SRV_ACCEPT_BATCH; i++) {
+    for (int i = 0; i < SRV_ACCEPT_BATCH && unauth_room(s); i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -297,8 +391,7 @@ static void srv_accept(struct cc__store_server *s)
                     "store %s: cannot accept a connection: %s (%zu open); "
                     "pausing accepts for 100 ms (raise `ulimit -n` for large jobs)",
                     s->name, cc__store_errstr(errno, eb, sizeof(eb)), s->nconns);
-        set_listen_events(s, 0);
-        s->accept_resume_ns = cc__now_ns() + SRV_ACCEPT_PAUSE;
+        pause_accepts(s, cc__now_ns() + SRV_ACCEPT_PAUSE);
         return;
     }
 }
@@ -314,8 +407,7 @@ static int next_timeout_ms(const struct cc__store_server *s, uint64_t now)
     uint64_t next = now + (uint64_t)SRV_TICK_MS * 1000000u;
     for (const struct srv_conn *c = s->parked; c; c = c->pnext)
         next = min_u64(next, c->park.deadline_ns);
-    for (const struct srv_conn *c = s->nunauth ? s->conns : NULL; c; c = c->next)
-        if (!c->authed) next = min_u64(next, c->auth_deadline_ns);
+    if (s->unauth_head) next = min_u64(next, s->unauth_head->auth_deadline_ns);
     if (s->accept_resume_ns) next = min_u64(next, s->accept_resume_ns);
     return next <= now ? 0 : (int)((next - now + 999999u) / 1000000u);
 }
@@ -323,15 +415,16 @@ static int next_timeout_ms(const struct cc__store_server *s, uint64_t now)
 static void run_timers(struct cc__store_server *s, uint64_t now)
 {
     cc__srv_expire(s, now);
-    for (struct srv_conn *c = s->nunauth ? s->conns : NULL, *next; c; c = next) {
-        next = c->next;
-        if (c->authed || c->auth_deadline_ns > now) continue;
-        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                    "store %s: client %s did not authenticate within %d ms; "
-                    "closing its connection",
-                    s->name, c->addr, CC__STORE_AUTH_TIMEOUT_MS);
+    while (s->unauth_head && s->unauth_head->auth_deadline_ns <= now) {
+        struct srv_conn *c = s->unauth_head;
+        if (cc__srv_warn_ok(s, c))
+            cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                        "store %s: client %s did not authenticate within %d ms; "
+                        "closing its connection",
+                        s->name, c->addr, CC__STORE_AUTH_TIMEOUT_MS);
         cc__srv_kill(s, c);
     }
+    warn_window_roll(s, now);
     if (s->accept_resume_ns && now >= s->accept_resume_ns) {
         s->accept_resume_ns = 0;
         set_listen_events(s, EPOLLIN);
@@ -350,14 +443,17 @@ static void *srv_main(void *arg)
                          s->name, cc__store_errstr(errno, eb, sizeof(eb)));
             break;
         }
+        int accept_now = 0;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == &s->wakefd)
                 stop = 1;
             else if (ev[i].data.ptr == &s->lfd)
-                srv_accept(s);
+                accept_now = 1;
             else
                 conn_event(s, ev[i].data.ptr, ev[i].events);
         }
+        /* After the connections' own events: finishing a login comes before a new one. */
+        if (accept_now && !stop) srv_accept(s);
         run_timers(s, cc__now_ns());
         free_graveyard(s);
     }
@@ -508,6 +604,11 @@ int cc__store_server_port(const cc__store_server_t *server)
 size_t cc__store_server_clients(cc__store_server_t *server)
 {
     return server ? atomic_load_explicit(&server->clients, memory_order_relaxed) : 0;
+}
+
+size_t cc__store_server_peers(cc__store_server_t *server)
+{
+    return server ? atomic_load_explicit(&server->peers, memory_order_relaxed) : 0;
 }
 
 void cc__store_server_stop(cc__store_server_t *server)

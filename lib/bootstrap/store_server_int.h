@@ -37,9 +37,10 @@ struct srv_conn {
     int fd;
     int dead;   /* closed; freed at the end of the loop iteration */
     int authed; /* the handshake succeeded; requests are accepted */
+    int own;    /* an auxiliary connection of this very process (its nonce says so) */
     char addr[64];
     uint8_t nonce[CC__STORE_NONCE]; /* the server's nonce for this connection */
-    uint64_t auth_deadline_ns;
+    uint64_t accept_ns, auth_deadline_ns;
     /* input: exactly one frame, read header first, then its payload */
     uint8_t *in;
     uint32_t in_cap, in_len;
@@ -52,6 +53,7 @@ struct srv_conn {
     struct srv_park park;
     struct srv_conn *prev, *next;   /* all live connections */
     struct srv_conn *pprev, *pnext; /* parked connections */
+    struct srv_conn *uprev, *unext; /* unauthenticated connections, oldest first */
 };
 
 struct cc__store_server {
@@ -62,8 +64,13 @@ struct cc__store_server {
     pthread_t thread;
     struct cc__kv kv;
     struct srv_conn *conns, *parked, *graveyard;
-    size_t nconns, nunauth;
+    struct srv_conn *unauth_head, *unauth_tail; /* oldest and newest not yet authenticated */
+    uint64_t warn_window_ns;  /* start of the current window of warnings about refused clients */
+    unsigned warn_count;      /* such warnings logged in it */
+    uint64_t warn_suppressed; /* and not logged */
+    size_t nconns, nunauth, nown;
     _Atomic size_t clients; /* nconns, for other threads (cc__store_server_clients) */
+    _Atomic size_t peers;   /* nconns - nown, for other threads (cc__store_server_peers) */
     uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
 };
 
@@ -73,6 +80,17 @@ struct cc__store_server {
 int cc__srv_send(struct cc__store_server *s, struct srv_conn *c, struct cc__store_wr *w);
 /* The current request is answered: forget its frame and read the next one. */
 void cc__srv_frame_done(struct cc__store_server *s, struct srv_conn *c);
+/* Count a connection in (+1) or out (-1) of nown, keeping the atomic counts current. */
+void cc__srv_count(struct cc__store_server *s, int own_delta);
+/* c proved the key: it leaves the unauthenticated connections. */
+void cc__srv_authed(struct cc__store_server *s, struct srv_conn *c);
+/*
+ * May a warning about c be logged? Always for an authenticated client; for
+ * the others (wrong key, garbage, too slow) at most a few per window, the
+ * rest counted and summed up once the window ends: one client retrying in a
+ * loop must not fill the log.
+ */
+int cc__srv_warn_ok(struct cc__store_server *s, const struct srv_conn *c);
 /* Close a connection (deferred free; safe while iterating). */
 void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c);
 

@@ -33,10 +33,11 @@ static int malformed(struct cc__store_server *s, struct srv_conn *c, const char 
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                "store %s: client %s sent a malformed %s request: %s; closing"
-                " its connection",
-                s->name, c->addr, cc__store_op_name(c->hdr.op, ob, sizeof(ob)), why);
+    if (cc__srv_warn_ok(s, c))
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                    "store %s: client %s sent a malformed %s request: %s; closing"
+                    " its connection",
+                    s->name, c->addr, cc__store_op_name(c->hdr.op, ob, sizeof(ob)), why);
     return -1;
 }
 
@@ -324,16 +325,18 @@ static int op_auth(struct cc__store_server *s, struct srv_conn *c, const struct 
         else if (CRYPTO_memcmp(mac, f[1].p, CC__STORE_MAC) != 0)
             why = "wrong job key";
         if (why || cc__store_mac(s->key, f[0].p, c->nonce, smac) != 0) {
-            cc_log_warn(CC_SUBSYS_BOOTSTRAP,
-                        "store %s: client %s failed authentication: %s; "
-                        "closing its connection",
-                        s->name, c->addr, why ? why : "libcrypto failed");
+            if (cc__srv_warn_ok(s, c))
+                cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                            "store %s: client %s failed authentication: %s; "
+                            "closing its connection",
+                            s->name, c->addr, why ? why : "libcrypto failed");
             reply_status(s, c, CC_ERR_AUTH);
             return -1;
         }
     }
-    c->authed = 1;
-    s->nunauth--;
+    cc__srv_authed(s, c);
+    c->own = cc__store_nonce_is_aux(f[0].p);
+    if (c->own) cc__srv_count(s, +1);
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s authenticated", s->name, c->addr);
     return reply_one(s, c, CC_OK, smac, s->key[0] ? CC__STORE_MAC : 0);
 }

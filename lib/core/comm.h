@@ -118,11 +118,14 @@ void cc__world_release(cc__world_t *world);
 cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may_host,
                              cc__world_t **out);
 /*
- * The launcher's description of this process (ccrun, torchrun, Slurm, Open
- * MPI, PMI): rank, size, store address, whether this rank may host the
- * store, and the launcher's name. CC_ERR_NOT_FOUND when none is found.
+ * The launcher's description of this process (ccrun, torchrun, Open MPI,
+ * PMI, Slurm; the innermost when several are present): rank, size, store
+ * address, whether this very rank hosts the store, and the launcher's name.
+ * CC_ERR_NOT_FOUND when none is found; CC_ERR_MISMATCH when two MPI runtimes
+ * disagree; CC_ERR_INVALID_ARG when the store cannot be found (logged).
+ * launcher.c.
  */
-cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *may_host,
+cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *hosts,
                               const char **who);
 
 /* Door entry for lifecycle events (init, split, destroy, abort). */

@@ -1,10 +1,10 @@
 /*
  * config.c - the one place that reads the environment.
  *
- * The table in config_table.h is parsed once into a struct cc__config. Bad
- * values keep the default and log a warning naming the variable and the
- * value; unknown CCOMM_* names get a warning (a typo would otherwise be
- * silently ignored).
+ * The table in config_table.h is parsed once into a struct cc__config. An
+ * empty value means the default. Bad values keep the default and log a
+ * warning naming the variable and the value; unknown CCOMM_* names get a warning (a typo would
+ * otherwise be silently ignored).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -112,6 +112,7 @@ static void parse_all(void)
     /* Defaults are in place; the log can start (it reads the config). */
     for (int i = 0; i < NROWS; i++) {
         const char *v = getenv(rows[i].pub.name);
+        if (v && !*v) continue; /* empty means the default, as in other tools (CCOMM_TRANSPORT=) */
         if (v && parse_into(&rows[i], v, &g_cfg) != 0) {
             parse_into(&rows[i], rows[i].pub.default_value, &g_cfg);
             fprintf(stderr, "ccomm: warning: %s=\"%s\" is not a valid %s; using the default \"%s\"\n",

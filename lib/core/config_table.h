@@ -13,25 +13,25 @@
 
 #define CC__CONFIG_TABLE(X)                                                                        \
     /* logging */                                                                                  \
-    X(LOG_LEVEL, log_level, STR, "WARN",                                                           \
-      "Log level: NONE, ERROR, WARN, INFO, DEBUG or TRACE.", 0)                                    \
+    X(LOG_LEVEL, log_level, STR, "WARN", "Log level: NONE, ERROR, WARN, INFO, DEBUG or TRACE.", 0) \
     X(LOG_SUBSYS, log_subsys, STR, "ALL",                                                          \
       "Subsystems to log, comma-separated: CORE, INIT, BOOTSTRAP, NET, SHM, TCP, COLL, HOOKS, "    \
-      "RECORDER, CLOG, WATCHDOG, LTTNG, CUDA, NCCL, TOOLS or ALL; ^NAME excludes one.",             \
+      "RECORDER, CLOG, WATCHDOG, LTTNG, CUDA, NCCL, TOOLS or ALL; ^NAME excludes one.",            \
       0)                                                                                           \
     X(LOG_FILE, log_file, STR, "",                                                                 \
       "Write the log to this file instead of stderr; %h is replaced by the host name, %p by the "  \
       "pid, %r by the rank.",                                                                      \
       0)                                                                                           \
     /* launcher (set by ccrun) */                                                                  \
-    X(RANK, rank, INT, "-1", "This process's rank in the world communicator.", CC_ENV_LAUNCHER)   \
-    X(SIZE, size, INT, "-1", "Number of ranks in the world communicator.", CC_ENV_LAUNCHER)       \
-    X(LOCAL_RANK, local_rank, INT, "-1", "This process's rank among the ranks on its host.",      \
+    X(RANK, rank, INT, "-1", "This process's rank in the world communicator.", CC_ENV_LAUNCHER)    \
+    X(SIZE, size, INT, "-1", "Number of ranks in the world communicator.", CC_ENV_LAUNCHER)        \
+    X(LOCAL_RANK, local_rank, INT, "-1", "This process's rank among the ranks on its host.",       \
       CC_ENV_LAUNCHER)                                                                             \
-    X(LOCAL_SIZE, local_size, INT, "-1", "Number of ranks on this host.", CC_ENV_LAUNCHER)        \
+    X(LOCAL_SIZE, local_size, INT, "-1", "Number of ranks on this host.", CC_ENV_LAUNCHER)         \
     X(STORE_ADDR, store_addr, STR, "",                                                             \
-      "host:port of the bootstrap store. Without it, MASTER_ADDR:MASTER_PORT (torchrun) is used "  \
-      "and rank 0 hosts the store.",                                                               \
+      "host:port of the bootstrap store; rank 0 starts it there when the address is one of its "   \
+      "host's (ccrun hosts its own). Without it: MASTER_ADDR:MASTER_PORT+1, then what the "        \
+      "launcher tells (see Launchers below).",                                                     \
       CC_ENV_LAUNCHER)                                                                             \
     X(JOB_KEY, job_key, STR, "",                                                                   \
       "Secret that every store connection proves with HMAC-SHA256; ccrun makes a random one per "  \
@@ -41,7 +41,7 @@
       "Name of the job in file names (dumps, recorder rings); default: agreed at init from the "   \
       "store address and rank 0's start time.",                                                    \
       CC_ENV_LAUNCHER)                                                                             \
-    /* communicators and transports */                                                            \
+    /* communicators and transports */                                                             \
     X(TRANSPORT, transport, STR, "auto",                                                           \
       "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere.", 0) \
     X(TIMEOUT, timeout, INT, "600",                                                                \
@@ -52,10 +52,16 @@
       "Seconds to wait for the store and for peers while a communicator is created.", 0)           \
     X(STORE_LINGER, store_linger, INT, "10",                                                       \
       "Seconds the rank that hosts the store waits, when its last communicator goes, for the "     \
-      "other ranks to disconnect (they may still be creating or destroying communicators).", 0)    \
+      "other ranks to disconnect (they may still be creating or destroying communicators).",       \
+      0)                                                                                           \
     X(SOCKET_ADDR, socket_addr, STR, "",                                                           \
-      "IP address that peers use to reach this rank over TCP; default: the local address of the " \
+      "IP address that peers use to reach this rank over TCP; default: the local address of the "  \
       "connection to the store.",                                                                  \
+      0)                                                                                           \
+    X(SOCKET_IFNAME, socket_ifname, STR, "",                                                       \
+      "Interface whose address peers use to reach this rank over TCP, in NCCL_SOCKET_IFNAME's "    \
+      "syntax: name prefixes (eth,ib), =name for exact names, ^ to exclude (^docker,lo). "         \
+      "CCOMM_SOCKET_ADDR, if set, wins.",                                                          \
       0)                                                                                           \
     X(SHM_DIR, shm_dir, STR, "/dev/shm", "Directory of shared-memory segments.", 0)                \
     X(SHM_RING_SIZE, shm_ring_size, SIZE, "1M",                                                    \
@@ -67,7 +73,7 @@
     X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
       "Largest piece of a message written to a TCP socket at once.", 0)                            \
     X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "64K",                                         \
-      "TCP messages of at least this many bytes wait for their receive before their payload is "    \
+      "TCP messages of at least this many bytes wait for their receive before their payload is "   \
       "sent (one round trip, no copy held aside); 0: never.",                                      \
       0)                                                                                           \
     X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \
@@ -163,7 +169,7 @@
     X(ABORT_ON_TIMEOUT, abort_on_timeout, BOOL, "0",                                               \
       "After a timeout and its dump, end the process (SIGABRT) instead of returning errors.", 0)   \
     X(FATAL_SIGNALS, fatal_signals, BOOL, "1",                                                     \
-      "Catch SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT to mark the flight recorder, then pass "   \
+      "Catch SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT to mark the flight recorder, then pass "  \
       "them on to the previous handler or the default action.",                                    \
       0)                                                                                           \
     X(HEARTBEAT_MS, heartbeat_ms, INT, "1000",                                                     \
@@ -172,12 +178,10 @@
       "Before each collective, check that all ranks run the same op (type, count, dtype, op, "     \
       "root) at the same sequence number.",                                                        \
       0)                                                                                           \
-    X(CLOG, clog, STR, "",                                                                         \
-      "Write a clog event log to this path; %r rank, %p pid, %h host.", 0)                         \
+    X(CLOG, clog, STR, "", "Write a clog event log to this path; %r rank, %p pid, %h host.", 0)    \
     X(CLOG_EVENTS, clog_events, STR, "ALL",                                                        \
       "clog events to write: ALL, LIFECYCLE, or a list of Q,S,E,W,A.", 0)                          \
-    X(LTTNG, lttng, BOOL, "0",                                                                     \
-      "Load the LTTng-UST tracepoint provider libccomm-lttng.so.", 0)                              \
+    X(LTTNG, lttng, BOOL, "0", "Load the LTTng-UST tracepoint provider libccomm-lttng.so.", 0)     \
     X(LTTNG_PROVIDER, lttng_provider, STR, "libccomm-lttng.so",                                    \
       "The tracepoint provider that CCOMM_LTTNG=1 loads: a path, or a file name looked for next "  \
       "to libccomm.so, then by the dynamic loader.",                                               \
@@ -187,17 +191,17 @@
       "The CUDA plugin to load for device communicators (path or name).", 0)                       \
     X(NCCL_LIB, nccl_lib, STR, "libnccl.so.2", "The NCCL library the nccl engine opens.", 0)       \
     X(GPU_TIMING, gpu_timing, STR, "events",                                                       \
-      "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)                \
+      "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)                 \
     X(GPU_POLL_US, gpu_poll_us, INT, "50",                                                         \
-      "Microseconds between two looks of the GPU op tracker at the CUDA events of ops in flight.",  \
+      "Microseconds between two looks of the GPU op tracker at the CUDA events of ops in flight.", \
       0)                                                                                           \
     X(CUPTI_LIB, cupti_lib, STR, "libcupti.so",                                                    \
-      "The CUPTI library opened for CCOMM_GPU_TIMING=cupti (path or name).", 0)                   \
-    X(CUDA_IPC_BYTES, cuda_ipc_bytes, SIZE, "8M",                                                 \
+      "The CUPTI library opened for CCOMM_GPU_TIMING=cupti (path or name).", 0)                    \
+    X(CUDA_IPC_BYTES, cuda_ipc_bytes, SIZE, "8M",                                                  \
       "Bytes of each data slot the native CUDA engine shares with the ranks on its node through "  \
-      "CUDA IPC (three slots per rank); larger ops run in rounds of a slot.",                     \
+      "CUDA IPC (three slots per rank); larger ops run in rounds of a slot.",                      \
       0)                                                                                           \
-    X(CUDA_ALLREDUCE_ALGO, cuda_allreduce_algo, STR, "auto",                                        \
+    X(CUDA_ALLREDUCE_ALGO, cuda_allreduce_algo, STR, "auto",                                       \
       "Native CUDA all-reduce: auto (one-shot up to 256 KiB, two-shot up to 16 MiB, then ring), "  \
       "oneshot, twoshot or ring.",                                                                 \
       0)                                                                                           \
@@ -223,11 +227,22 @@
     X(SLURM_LOCALID, slurm_localid)                                                                \
     X(SLURM_JOB_ID, slurm_job_id)                                                                  \
     X(SLURM_STEP_ID, slurm_step_id)                                                                \
+    X(SLURM_STEPID, slurm_stepid)                                                                  \
+    X(SLURM_STEP_NUM_TASKS, slurm_step_num_tasks)                                                  \
+    X(SLURM_STEP_NODELIST, slurm_step_nodelist)                                                    \
+    X(SLURM_JOB_NODELIST, slurm_job_nodelist)                                                      \
+    X(SLURM_NODELIST, slurm_nodelist)                                                              \
     X(OMPI_COMM_WORLD_RANK, ompi_rank)                                                             \
     X(OMPI_COMM_WORLD_SIZE, ompi_size)                                                             \
     X(OMPI_COMM_WORLD_LOCAL_RANK, ompi_local_rank)                                                 \
+    X(OMPI_COMM_WORLD_LOCAL_SIZE, ompi_local_size)                                                 \
+    X(OMPI_MCA_orte_hnp_uri, ompi_hnp_uri)                                                         \
+    X(OMPI_MCA_ess_base_jobid, ompi_jobid)                                                         \
+    X(PMIX_NAMESPACE, pmix_namespace)                                                              \
     X(PMI_RANK, pmi_rank)                                                                          \
     X(PMI_SIZE, pmi_size)                                                                          \
+    X(MPI_LOCALRANKID, mpi_local_rank)                                                             \
+    X(MPI_LOCALNRANKS, mpi_local_size)                                                             \
     X(HOME, home)                                                                                  \
     X(XDG_CACHE_HOME, xdg_cache_home)
 

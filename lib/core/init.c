@@ -1,7 +1,7 @@
 /*
  * init.c - the first communicator: from explicit arguments, or from the
- * environment of whichever launcher started the process (ccrun, torchrun,
- * Slurm, Open MPI / PMI), and the process-wide services that start with it.
+ * environment of whichever launcher started the process (launcher.c), and
+ * the process-wide services that start with it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +33,9 @@ static cc_status_t check_config(const cc_comm_config_t *config, const char *fn)
     return CC_OK;
 }
 
+/* `hosts`: this rank starts the store (unless one listens at store_addr already). */
 static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *store_addr,
-                              int may_host, const cc_comm_config_t *config)
+                              int hosts, const cc_comm_config_t *config)
 {
     cc__cfg();
     cc__log_init();
@@ -54,7 +55,7 @@ static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *
     CC_CHECK(check_config(config, "cc_comm_init"));
     cc__log_set_rank(rank);
     cc__world_t *world = NULL;
-    CC_CHECK(cc__world_join(rank, size, store_addr, may_host, &world));
+    CC_CHECK(cc__world_join(rank, size, store_addr, hosts, &world));
     int *wr = malloc((size_t)size * sizeof(int));
     if (!wr) {
         cc__world_release(world);
@@ -76,55 +77,7 @@ static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *
 cc_status_t cc_comm_init(cc_comm_t **comm, int rank, int size, const char *store_addr,
                          const cc_comm_config_t *config)
 {
-    return init_world(comm, rank, size, store_addr, 1, config);
-}
-
-static int parse_rank(const char *text, int *out)
-{
-    int64_t v;
-    if (!text || cc__parse_int(text, &v) != 0 || v < 0 || v > 1 << 24) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* torchrun: MASTER_PORT belongs to torchrun's own store, so ccomm's listens one port above. */
-static cc_status_t torchrun_addr(const struct cc__config *cfg, char *addr, size_t len)
-{
-    int port;
-    if (!cfg->t_master_addr || parse_rank(cfg->t_master_port, &port) != 0 || port >= 65535) {
-        cc_log_error(CC_SUBSYS_INIT, "MASTER_ADDR=\"%s\" MASTER_PORT=\"%s\": need an address and a "
-                     "port below 65535 (or set CCOMM_STORE_ADDR)",
-                     cfg->t_master_addr ? cfg->t_master_addr : "(unset)",
-                     cfg->t_master_port ? cfg->t_master_port : "(unset)");
-        return CC_ERR_INVALID_ARG;
-    }
-    snprintf(addr, len, "%s:%d", cfg->t_master_addr, port + 1);
-    return CC_OK;
-}
-
-cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *may_host,
-                              const char **who)
-{
-    const struct cc__config *cfg = cc__cfg();
-    if (cfg->rank >= 0 && cfg->size > 0) {
-        *who = "ccrun";
-        *rank = (int)cfg->rank;
-        *size = (int)cfg->size;
-    } else if (!parse_rank(cfg->t_rank, rank) && !parse_rank(cfg->t_world_size, size)) {
-        *who = "torchrun";
-    } else if (!parse_rank(cfg->slurm_procid, rank) && !parse_rank(cfg->slurm_ntasks, size)) {
-        *who = "slurm";
-    } else if (!parse_rank(cfg->ompi_rank, rank) && !parse_rank(cfg->ompi_size, size)) {
-        *who = "open mpi";
-    } else if (!parse_rank(cfg->pmi_rank, rank) && !parse_rank(cfg->pmi_size, size)) {
-        *who = "pmi";
-    } else {
-        return CC_ERR_NOT_FOUND;
-    }
-    *may_host = cfg->store_addr[0] == '\0';
-    if (cfg->store_addr[0]) snprintf(addr, addrlen, "%s", cfg->store_addr);
-    else CC_CHECK(torchrun_addr(cfg, addr, addrlen));
-    return CC_OK;
+    return init_world(comm, rank, size, store_addr, rank == 0, config);
 }
 
 cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *config)
@@ -132,15 +85,16 @@ cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *conf
     cc__cfg();
     cc__log_init();
     char addr[300];
-    int rank = -1, size = -1, may_host = 0;
+    int rank = -1, size = -1, hosts = 0;
     const char *who = NULL;
-    cc_status_t st = cc__launcher_find(&rank, &size, addr, sizeof(addr), &may_host, &who);
+    cc_status_t st = cc__launcher_find(&rank, &size, addr, sizeof(addr), &hosts, &who);
     if (st == CC_ERR_NOT_FOUND) {
         /* No launcher: a job of one, like MPI's singleton init. */
         cc_log_info(CC_SUBSYS_INIT, "no launcher found in the environment: running as rank 0 of 1");
         return init_world(comm, 0, 1, "127.0.0.1:0", 1, config);
     }
     CC_CHECK(st);
-    cc_log_info(CC_SUBSYS_INIT, "launched by %s: rank %d of %d, store %s", who, rank, size, addr);
-    return init_world(comm, rank, size, addr, may_host, config);
+    cc_log_info(CC_SUBSYS_INIT, "launched by %s: rank %d of %d, store %s%s", who, rank, size, addr,
+                hosts ? " (hosted by this rank)" : "");
+    return init_world(comm, rank, size, addr, hosts, config);
 }

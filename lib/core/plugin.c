@@ -64,7 +64,7 @@ static cc_status_t svc_world_attach(cc__world_t **out)
     cc__cfg();
     cc__log_init();
     char addr[300];
-    int rank = 0, size = 1, may_host = 1;
+    int rank = 0, size = 1, may_host = 0;
     const char *who = "none";
     cc_status_t st = cc__launcher_find(&rank, &size, addr, sizeof(addr), &may_host, &who);
     if (st == CC_ERR_NOT_FOUND) {

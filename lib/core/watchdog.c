@@ -277,19 +277,37 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
     wd.hb_value = calloc((size_t)size, sizeof(uint64_t));
     wd.hb_changed_ns = calloc((size_t)size, sizeof(uint64_t));
     wd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) goto fail;
-    if (cc__store_connect(world->store_addr, world->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
+    /* The cause is written down where it happens: errno is stale after a store call. */
+    char why[400];
+    cc_status_t st;
+    int rc;
+    if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) {
+        snprintf(why, sizeof(why), "%s", wd.efd < 0 ? strerror(errno) : "out of memory");
         goto fail;
+    }
+    /* Auxiliary: a rank that hosts the store must not wait at exit for its own watchdog. */
+    st = cc__store_connect_aux(world->store_addr, world->job_key, STORE_TIMEOUT_MS, &wd.store);
+    if (st != CC_OK) {
+        snprintf(why, sizeof(why), "its connection to the store %s failed: %s", world->store_addr,
+                 cc_status_name(st));
+        goto fail;
+    }
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
     cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
-    if (cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook) != CC_OK) goto fail;
-    if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0) goto fail;
+    if ((st = cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook)) != CC_OK) {
+        snprintf(why, sizeof(why), "abort hook: %s", cc_status_name(st));
+        goto fail;
+    }
+    if ((rc = pthread_create(&wd.thread, NULL, watchdog_main, NULL)) != 0) {
+        snprintf(why, sizeof(why), "pthread_create: %s", strerror(rc));
+        goto fail;
+    }
     wd.started = 1;
     atexit(wait_dumps_at_exit);
     return CC_OK;
 fail:
     cc_log_warn(CC_SUBSYS_WATCHDOG, "watchdog not started (%s): no coordinated dumps or heartbeats",
-                strerror(errno));
+                why);
     if (wd.abort_hook) cc_hook_remove(wd.abort_hook);
     cc__store_close(wd.store);
     wd.store = NULL;

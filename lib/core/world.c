@@ -36,7 +36,8 @@ bad:
     return CC_ERR_INVALID_ARG;
 }
 
-/* Rank 0 (or whoever may host) starts the store unless one listens already. */
+/* The rank that may host (rank 0, or the launcher's choice) starts the store unless one
+ * listens already. */
 static cc_status_t maybe_host(cc__world_t *w, const char *addr, const char *key)
 {
     char host[256];
@@ -174,18 +175,21 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
     pick_key(w, port, size);
-    if (!w->job_key[0])
-        cc_log_warn(CC_SUBSYS_INIT, "CCOMM_JOB_KEY is not set: the store at %s accepts any "
-                    "client (ccrun sets a key; set one yourself under other launchers)", store_addr);
     if (port == 0 && !(may_host && size == 1)) {
         cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
                      "may use", store_addr);
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    /* Once per job: rank 0 says it, unless its own store just did. */
+    if (!w->job_key[0] && rank == 0 && !w->server)
+        cc_log_warn(CC_SUBSYS_INIT,
+                    "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)",
+                    store_addr);
     st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
-    if (st != CC_OK && may_host && rank == 0 && !w->server) {
+    if (st != CC_OK && may_host && !w->server) {
         cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
                      "(%s); choose another port", store_addr, cc_status_name(st));
         st = CC_ERR_BUSY;
@@ -219,11 +223,12 @@ fail:
 static void linger(cc__world_t *w)
 {
     uint64_t start = cc__now_ns(), limit = (uint64_t)cc__cfg()->store_linger * 1000000000ull;
-    size_t n = cc__store_server_clients(w->server);
+    /* Not the watchdog's connection of this process: it closes only when the process exits. */
+    size_t n = cc__store_server_peers(w->server);
     if (!n) return;
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store: waiting up to %lld s for %zu rank(s) to disconnect",
                  (long long)cc__cfg()->store_linger, n);
-    while ((n = cc__store_server_clients(w->server)) > 0 && cc__now_ns() - start < limit)
+    while ((n = cc__store_server_peers(w->server)) > 0 && cc__now_ns() - start < limit)
         usleep(10000);
     if (n)
         cc_log_warn(CC_SUBSYS_BOOTSTRAP, "store: stopping with %zu rank(s) still connected after "
@@ -284,7 +289,7 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
         goto fail;
     }
     pick_key(w, port, size);
-    if (may_host && rank == 0) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
+    if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
     CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
                                     &w->store),
                   st, fail);

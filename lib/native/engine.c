@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "config.h"
 #include "door.h"
+#include "transport/ifname.h"
 #include "log.h"
 #include "native.h"
 #include "shm_arena.h"
@@ -48,10 +49,24 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
         .allgather = store_allgather,
         .allgather_ctx = nc,
     };
-    char local[64] = "";
+    /* The address peers dial: CCOMM_SOCKET_ADDR, else CCOMM_SOCKET_IFNAME's interface, else
+     * the one this rank reaches the store from. */
+    char local[64] = "", ifname[64];
+    cc_status_t st = CC_OK;
+    if (!nconf.socket_addr[0] && cfg->socket_ifname[0]) {
+        st = cc__ifname_pick(cfg->socket_ifname, local, sizeof(local), ifname, sizeof(ifname));
+        if (st == CC_OK)
+            cc_log_info(CC_SUBSYS_NET,
+                        "net: rank %d listens on %s (interface %s, "
+                        "CCOMM_SOCKET_IFNAME=%s)",
+                        comm->rank, local, ifname, cfg->socket_ifname);
+        else
+            st = CC_ERR_INVALID_ARG;
+        nconf.socket_addr = local;
+    }
     if (!nconf.socket_addr[0] && cc__store_local_addr(comm->store, local, sizeof(local)) == CC_OK)
         nconf.socket_addr = local;
-    cc_status_t st = cc__net_create(&nconf, &nc->net);
+    if (st == CC_OK) st = cc__net_create(&nconf, &nc->net);
     if (st != CC_OK) {
         pthread_cond_destroy(&nc->idle);
         pthread_cond_destroy(&nc->wake);

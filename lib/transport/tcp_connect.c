@@ -9,7 +9,10 @@
  *
  * The listener checks each hello: the communicator id, both ranks, the size
  * and the token (its own nonce from the allgather). Anything else is a
- * stranger, logged and closed; it cannot hold up the mesh.
+ * stranger, logged and closed; it cannot hold up the mesh. A connection
+ * that sends no hello within HELLO_TIMEOUT_MS is closed too: strangers that
+ * only connect would otherwise keep the few accept slots until the connect
+ * timeout, and the real peer would never get in.
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,6 +29,8 @@
 
 #define RETRY_NS  20000000ull /* 20 ms between connect attempts */
 #define SPARE_INS 8           /* accepted sockets beyond the expected ones */
+/* An honest peer sends its hello as soon as it is connected: the store's login deadline. */
+#define HELLO_TIMEOUT_MS 5000
 
 enum { L_FREE = 0, L_IDLE, L_CONNECTING, L_ACK, L_HELLO, L_DONE };
 
@@ -33,7 +38,7 @@ struct link {
     int fd;
     int state;
     struct cc__tcp_peer *tp; /* outgoing: the peer */
-    uint64_t retry_at;
+    uint64_t retry_at;       /* outgoing: when to connect again; accepted: the hello's deadline */
     int err; /* last errno, for the timeout message */
     size_t got;
     union {
@@ -220,6 +225,7 @@ static void accept_all(struct mesh *m)
         l->fd = fd;
         l->state = L_HELLO;
         l->got = 0;
+        l->retry_at = cc__deadline_after_ms(HELLO_TIMEOUT_MS);
     }
 }
 
@@ -277,6 +283,20 @@ static void report_missing(struct mesh *m)
     }
 }
 
+/* Accepted connections that sent no hello in time give their slot back. */
+static void expire_hellos(struct mesh *m, uint64_t now)
+{
+    for (int i = 0; i < m->nin; i++) {
+        struct link *l = &m->in[i];
+        if (l->state != L_HELLO || l->retry_at > now) continue;
+        cc_log_warn(CC_SUBSYS_TCP,
+                    "tcp: rank %d closed a connection that sent %zu of the %zu bytes of a hello "
+                    "within %d ms",
+                    m->net->rank, l->got, sizeof(l->buf.hello), HELLO_TIMEOUT_MS);
+        link_reset(l, L_FREE, 0);
+    }
+}
+
 /* Poll until every link is up; short rounds so retries start on time. */
 static cc_status_t run_mesh(struct mesh *m, struct pollfd *pf, struct link **pl)
 {
@@ -289,6 +309,7 @@ static cc_status_t run_mesh(struct mesh *m, struct pollfd *pf, struct link **pl)
         }
         for (int i = 0; i < m->ts->ntp; i++)
             if (m->out[i].state == L_IDLE && m->out[i].retry_at <= now) out_start(m, &m->out[i]);
+        expire_hellos(m, now);
         uint64_t wait = deadline - now < 20000000ull ? deadline - now : 20000000ull;
         CC_CHECK(poll_round(m, pf, pl, (int)(wait / 1000000ull) + 1));
     }

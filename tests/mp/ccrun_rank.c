@@ -43,9 +43,10 @@ static int check_env(int expect_size)
         atoll(c->t_local_world_size) != c->size)
         return fail("torchrun variables differ from CCOMM_*");
     if (!c->t_master_addr || !c->t_master_port) return fail("MASTER_ADDR/MASTER_PORT unset");
-    snprintf(want, sizeof(want), "%s:%s", c->t_master_addr, c->t_master_port);
+    /* ccomm's store is at MASTER_PORT + 1 under every launcher (init.c, launcher.c). */
+    snprintf(want, sizeof(want), "%s:%d", c->t_master_addr, atoi(c->t_master_port) + 1);
     if (strcmp(want, c->store_addr) != 0)
-        return fail("MASTER_ADDR:MASTER_PORT != CCOMM_STORE_ADDR");
+        return fail("MASTER_ADDR:MASTER_PORT+1 != CCOMM_STORE_ADDR");
     if (strlen(c->job_key) != 64 || strspn(c->job_key, "0123456789abcdef") != 64)
         return fail("CCOMM_JOB_KEY is not 64 hex digits");
     if (strncmp(c->job_id, "ccrun-", 6) != 0) return fail("CCOMM_JOB_ID does not start ccrun-");

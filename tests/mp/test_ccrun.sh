@@ -93,6 +93,45 @@ sigterm | sigint)
     has err "received SIG$sig; forwarding it to 3 ranks"
     hasnt err 'grace period'
     ;;
+leftovers)
+    # What a rank started and left behind, ignoring SIGINT and SIGTERM (a shell's `sleep 300 &`),
+    # dies with the job: SIGKILL to the job's process group after --term-grace.
+    "$CCRUN" -n 2 --grace 1 --term-grace 1 -- sh -c "sh -c 'trap \"\" INT TERM HUP; exec sleep 300' &
+        echo \$! >$tmp/bg.\$RANK; touch $tmp/ready.\$RANK; wait" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    wait_files ready 2
+    start=$(date +%s)
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    pid=
+    [ "$rc" = 130 ] || fail "ccrun exited $rc after SIGINT, expected 130"
+    [ $(( $(date +%s) - start )) -lt 10 ] || fail "ccrun took too long to end the job"
+    for r in 0 1; do
+        bg=$(cat "$tmp/bg.$r") i=0
+        # gone, or a zombie that init has yet to reap
+        while kill -0 "$bg" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$bg/status" 2>/dev/null; do
+            i=$((i + 1)); [ $i -lt 40 ] || { kill -KILL "$bg"; fail "rank $r's background process $bg survived ccrun"; }
+            sleep 0.05
+        done
+    done
+    has err 'sending SIGKILL'
+    ;;
+fd_limit)
+    # soft == hard == 64: 16 ranks need 96 descriptors in ccrun; refused before any rank starts.
+    (ulimit -n 64 && exec "$CCRUN" -n 16 -- "$RANKPROG" env 16) >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "ccrun exited $rc under ulimit -n 64, expected 1"
+    has err 'the open-file limit is 64 (hard limit 64), but 16 ranks need 96 descriptors'
+    has err 'ulimit -n 96'
+    hasnt out 'ok$'
+    hasnt err 'Operation now in progress'
+    # Enough descriptors: the same job runs.
+    (ulimit -n 200 && exec "$CCRUN" -n 16 -- "$RANKPROG" env 16) >"$tmp/out" 2>"$tmp/err" ||
+        fail "16 ranks under ulimit -n 200 failed"
+    [ "$(grep -c ' ok$' "$tmp/out")" = 16 ] || fail "expected 16 ok lines"
+    hasnt err 'cannot accept'
+    ;;
 wrong_key)
     run 0 -n 2 -- "$RANKPROG" wrongkey
     [ "$(grep -c 'other keys refused' "$tmp/out")" = 2 ] || fail "both ranks must be refused"

@@ -61,6 +61,36 @@ static void md_cell(const char *text)
     }
 }
 
+/* Which launcher init_from_env believes, and where it finds the store (lib/core/launcher.c). */
+static void print_launchers_markdown(void)
+{
+    printf("\n## Launchers: who started the process, and where the store is\n\n"
+           "`cc_comm_init_from_env` takes rank and size from the innermost launcher whose "
+           "variables are present (the first row that matches), and logs its choice at info "
+           "level (`launched by open mpi: rank 1 of 4, store ...`); two MPI runtimes that "
+           "disagree are refused. A Slurm batch script (no `SLURM_STEP_ID`) is no launcher: "
+           "mpirun inside it finds Open MPI's variables first, and a program it runs directly "
+           "is a job of one.\n\n"
+           "| order | launcher | rank, size from | store, when neither `CCOMM_STORE_ADDR` nor "
+           "`MASTER_ADDR`/`MASTER_PORT` is set | who hosts it |\n"
+           "|---|---|---|---|---|\n"
+           "| 1 | ccrun | `CCOMM_RANK`, `CCOMM_SIZE` | `CCOMM_STORE_ADDR` (always set) | ccrun |\n"
+           "| 2 | torchrun | `RANK`, `WORLD_SIZE` | (`MASTER_ADDR` is required) | rank 0 |\n"
+           "| 3 | Open MPI | `OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE` | mpirun's node "
+           "(`OMPI_MCA_orte_hnp_uri`), port from the job id; all ranks on one host: loopback | "
+           "the first rank on that node |\n"
+           "| 4 | PMI (MPICH) | `PMI_RANK`, `PMI_SIZE` | all ranks on one host "
+           "(`MPI_LOCALNRANKS`): loopback | rank 0 |\n"
+           "| 5 | srun | `SLURM_PROCID`, `SLURM_STEP_NUM_TASKS` or `SLURM_NTASKS`, with "
+           "`SLURM_STEP_ID` set | first node of `SLURM_STEP_NODELIST` (or `SLURM_JOB_NODELIST`), "
+           "port from the job and step ids (20000-32767) | rank 0 (task 0 runs on that node) |\n"
+           "\n"
+           "The store address, for every launcher but ccrun: `CCOMM_STORE_ADDR` first (rank 0 "
+           "starts the store when the address is one of its host's), then "
+           "`MASTER_ADDR:MASTER_PORT+1` (rank 0 starts it), then the launcher's own information "
+           "above.\n");
+}
+
 void ccrun_print_env_markdown(void)
 {
     printf("# Environment variables\n\n"
@@ -69,7 +99,8 @@ void ccrun_print_env_markdown(void)
            "file and the table differ. -->\n\n"
            "ccomm reads every `CCOMM_*` variable once, at the first call that needs it; a "
            "`CCOMM_*` name that is not in this table gets a warning (a typo would otherwise be "
-           "ignored). `ccrun --env` prints the same table with the value in effect.\n\n"
+           "ignored). An empty value (`CCOMM_TRANSPORT=`) means the default. `ccrun --env` "
+           "prints the same table with the value in effect.\n\n"
            "| Variable | Type | Default | Description |\n"
            "|---|---|---|---|\n");
     for (int i = 0; i < cc_env_count(); i++) {
@@ -87,8 +118,9 @@ void ccrun_print_env_markdown(void)
     }
     printf("\n## Variables ccrun sets for each rank\n\n"
            "ccrun sets both its own variables and torchrun's, so a program written for either "
-           "launcher finds what it expects. `MASTER_ADDR:MASTER_PORT` is ccrun's ccomm store "
-           "(not a PyTorch TCPStore).\n\n"
+           "launcher finds what it expects. ccomm's store is at `MASTER_ADDR:MASTER_PORT+1`, "
+           "as under torchrun, where `MASTER_PORT` belongs to PyTorch's own TCPStore; ccrun "
+           "leaves `MASTER_PORT` free for one.\n\n"
            "| Variable | Value |\n"
            "|---|---|\n");
     for (int i = 0; ccrun_rank_vars[i].name; i++) {
@@ -96,4 +128,5 @@ void ccrun_print_env_markdown(void)
         md_cell(ccrun_rank_vars[i].meaning);
         printf(" |\n");
     }
+    print_launchers_markdown();
 }

@@ -46,7 +46,8 @@ const struct ccrun_var ccrun_rank_vars[] = {
     {"LOCAL_RANK", "as CCOMM_LOCAL_RANK (torchrun)"},
     {"LOCAL_WORLD_SIZE", "as CCOMM_LOCAL_SIZE (torchrun)"},
     {"MASTER_ADDR", "the store's host (torchrun)"},
-    {"MASTER_PORT", "the store's port (torchrun)"},
+    {"MASTER_PORT", "the store's port minus one: ccomm finds its store at MASTER_PORT + 1 under "
+                    "every launcher, and MASTER_PORT is left to a PyTorch TCPStore (torchrun)"},
     {NULL, NULL}};
 #define NRANKVARS 13
 
@@ -171,7 +172,7 @@ static char **rank_env(const struct ccrun_job *job, int r, size_t *nbase)
     char num[4][24];
     snprintf(num[0], sizeof(num[0]), "%d", r);
     snprintf(num[1], sizeof(num[1]), "%d", o->nranks);
-    snprintf(num[2], sizeof(num[2]), "%d", job->port);
+    snprintf(num[2], sizeof(num[2]), "%d", job->port - 1); /* see ccrun_rank_vars */
     /* One host: the local rank and size are the global ones. Same order as ccrun_rank_vars. */
     const char *vals[NRANKVARS] = {num[0],   num[1],           num[0], num[1], job->store_addr,
                                    job->key, job->job_id,      num[0], num[1], num[0],

@@ -33,8 +33,9 @@ static const char usage_text[] =
     "every rank its identity in the environment:\n"
     "  CCOMM_RANK CCOMM_SIZE CCOMM_LOCAL_RANK CCOMM_LOCAL_SIZE CCOMM_STORE_ADDR\n"
     "  CCOMM_JOB_KEY CCOMM_JOB_ID, and torchrun's RANK WORLD_SIZE LOCAL_RANK\n"
-    "  LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT (the same store; it speaks ccomm's\n"
-    "  protocol, not PyTorch's TCPStore). See `ccrun --env` for every CCOMM_* variable.\n"
+    "  LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT (the store is at MASTER_PORT + 1, as\n"
+    "  under torchrun; MASTER_PORT is left free for a PyTorch TCPStore). See\n"
+    "  `ccrun --env` for every CCOMM_* variable.\n"
     "\n"
     "options:\n"
     "  -n, -np, --np, --nproc-per-node N\n"
@@ -226,17 +227,39 @@ static int parse_args(int argc, char **argv, struct ccrun_opts *o, enum mode *mo
     return 0;
 }
 
-/* Large jobs need more descriptors than the usual soft limit of 1024: 2 pipes per rank and
- * the store's connections. Raise the soft limit to the hard one. */
-static void raise_fd_limit(int nranks)
+/* Descriptors ccrun holds for a job: per rank two output pipes and two store connections
+ * (the rank's and its watchdog's), plus its own (stdio, the store's listener and epoll,
+ * the signalfd, namespaces, a margin for the libraries). */
+#define FDS_PER_RANK 4
+#define FDS_OWN      32
+
+/*
+ * Large jobs need more descriptors than the usual soft limit of 1024. Raise the soft limit
+ * to the hard one, then check the need against what is granted, whether or not it could be
+ * raised (soft == hard included): a store that cannot accept leaves ranks without a
+ * watchdog, and the job must not start that way. Returns 0 or CCRUN_EXIT_SETUP.
+ */
+static int check_fd_limit(int nranks)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)nranks * 4 + 64)
-        ccrun_say("warning: the open-file limit (%llu) is low for %d ranks; raise `ulimit -n`",
-                  (unsigned long long)rl.rlim_cur, nranks);
+    unsigned long long need = (unsigned long long)nranks * FDS_PER_RANK + FDS_OWN;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        ccrun_say("cannot read the open-file limit: %s", strerror(errno));
+        return CCRUN_EXIT_SETUP;
+    }
+    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < need) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        ccrun_say("the open-file limit is %llu (hard limit %llu), but %d ranks need %llu "
+                  "descriptors in ccrun (%d per rank and %d of its own); raise it with "
+                  "`ulimit -n %llu`",
+                  (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, nranks, need,
+                  FDS_PER_RANK, FDS_OWN, need);
+        return CCRUN_EXIT_SETUP;
+    }
+    return 0;
 }
 
 static int make_identity(struct ccrun_job *job)
@@ -275,7 +298,7 @@ static int run_job(const struct ccrun_opts *o)
     struct ccrun_job job = {.opts = o};
     sigset_t orig;
     void *server = NULL;
-    raise_fd_limit(o->nranks);
+    if (check_fd_limit(o->nranks) != 0) return CCRUN_EXIT_SETUP;
     int sigfd = setup_signals(&orig), rc = 0;
     if (sigfd < 0) {
         ccrun_say("cannot set up signal handling: %s", strerror(errno));

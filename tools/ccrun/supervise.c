@@ -43,6 +43,7 @@ struct sup {
     int signalled;      /* ccrun has signalled the ranks: their deaths are expected */
     int user_signals;   /* SIGINT/SIGTERM/SIGHUP received */
     int timed_out;
+    uint64_t t_leftovers; /* when leftovers in the group were first SIGKILLed; 0 = not yet */
 };
 
 static const char *signame(int sig, char *buf, size_t len)
@@ -52,9 +53,16 @@ static const char *signame(int sig, char *buf, size_t len)
     return buf;
 }
 
+/* Does the job's process group still have members (ranks, or what they started)? */
+static int group_alive(const struct ccrun_job *job)
+{
+    return job->pgid > 0 && kill(-job->pgid, 0) == 0;
+}
+
 void ccrun_signal_all(struct ccrun_job *job, int sig)
 {
-    if (job->pgid > 0 && job->nalive > 0) kill(-job->pgid, sig);
+    /* The group, not only the ranks: a rank's `sleep 300 &` outlives its rank otherwise. */
+    if (job->pgid > 0 && (job->nalive > 0 || group_alive(job))) kill(-job->pgid, sig);
 }
 
 static void enter_phase(struct sup *s, enum phase ph, int64_t ms)
@@ -189,26 +197,57 @@ static void run_timers(struct sup *s)
                   s->job->nalive, s->job->nalive == 1 ? "" : "s", o->grace_ms / 1e3);
         send_term(s);
     } else if (s->phase == PH_TERM) {
-        ccrun_say("%d rank%s still running %.3g s after SIGTERM; sending SIGKILL", s->job->nalive,
-                  s->job->nalive == 1 ? "" : "s", o->term_grace_ms / 1e3);
+        if (s->job->nalive > 0)
+            ccrun_say("%d rank%s still running %.3g s after SIGTERM; sending SIGKILL",
+                      s->job->nalive, s->job->nalive == 1 ? "" : "s", o->term_grace_ms / 1e3);
+        else
+            ccrun_say("processes the ranks started still run %.3g s after SIGTERM; sending SIGKILL "
+                      "to process group %d",
+                      o->term_grace_ms / 1e3, (int)s->job->pgid);
         ccrun_signal_all(s->job, SIGKILL);
         enter_phase(s, PH_KILL, -1);
     }
+}
+
+/*
+ * Every rank has ended, but the job was being stopped (a signal, a failure, a
+ * timeout) and processes the ranks started are left in its group, having
+ * ignored what the ranks got: SIGTERM now, SIGKILL after --term-grace.
+ * Returns 1 while ccrun must keep watching the group.
+ */
+static int watch_leftovers(struct sup *s)
+{
+    struct ccrun_job *job = s->job;
+    if (!(s->signalled || s->exit_code > 0) || !group_alive(job)) return 0;
+    if (s->phase < PH_TERM) {
+        ccrun_say("all ranks ended; processes they started are still in the job's process group "
+                  "%d: sending SIGTERM",
+                  (int)job->pgid);
+        send_term(s);
+    } else if (s->phase == PH_KILL) {
+        /* SIGKILL was sent; what is left a second later (zombies an init has yet to reap, or
+         * processes in uninterruptible sleep) is not worth holding the exit status for. */
+        if (!s->t_leftovers) s->t_leftovers = cc__deadline_after_ms(1000);
+        if (cc__now_ns() >= s->t_leftovers) return 0;
+    }
+    return 1;
 }
 
 static int poll_timeout_ms(const struct sup *s)
 {
     uint64_t timeout = s->timed_out ? UINT64_MAX : s->t_timeout;
     uint64_t next = s->t_next < timeout ? s->t_next : timeout;
-    if (next == UINT64_MAX) return -1;
+    int cap = s->job->nalive > 0 ? -1 : 50; /* leftovers are not our children: no SIGCHLD */
+    if (next == UINT64_MAX) return cap;
     uint64_t now = cc__now_ns();
-    return next <= now ? 0 : (int)((next - now) / 1000000u + 1);
+    int ms = next <= now ? 0 : (int)((next - now) / 1000000u + 1);
+    return cap >= 0 && ms > cap ? cap : ms;
 }
 
 int ccrun_supervise(struct ccrun_job *job, int sigfd)
 {
     const struct ccrun_opts *o = job->opts;
-    struct sup s = {job, PH_RUN, UINT64_MAX, UINT64_MAX, -1, 0, 0, 0};
+    struct sup s = {job, PH_RUN, UINT64_MAX, UINT64_MAX, -1, 0, 0, 0, 0};
     if (o->timeout_ms > 0) s.t_timeout = cc__deadline_after_ms(o->timeout_ms);
     size_t cap = 1 + 2 * (size_t)o->nranks;
     struct pollfd *pfd = malloc(cap * sizeof(*pfd));
@@ -221,7 +260,7 @@ int ccrun_supervise(struct ccrun_job *job, int sigfd)
         return CCRUN_EXIT_SETUP;
     }
     reap(&s); /* a rank may have ended before the loop started */
-    while (job->nalive > 0) {
+    while (job->nalive > 0 || watch_leftovers(&s)) {
         size_t k = 1;
         pfd[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
         for (int r = 0; r < o->nranks; r++)

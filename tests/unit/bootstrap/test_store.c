@@ -4,6 +4,7 @@
  * views, many concurrent clients, barrier, and allgather with 64 ranks.
  */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,6 +444,50 @@ static void test_server_stop_breaks_clients(void **state)
     cc__store_close(c);
 }
 
+/* Wait (5 s at most) until the server counts `want` peers. */
+static size_t peers_become(cc__store_server_t *srv, size_t want)
+{
+    for (int i = 0; i < 500 && cc__store_server_peers(srv) != want; i++)
+        usleep(10000);
+    return cc__store_server_peers(srv);
+}
+
+/* The store's host waits at exit for its peers, not for its own watchdog's connection
+ * (issue 13.1: a 10 s stall at the end of every job not started by ccrun). */
+static void test_peers_leave_out_own_aux(void **state)
+{
+    (void)state;
+    struct test_srv t;
+    test_srv_start(&t, TEST_KEY);
+    cc__store_t *aux = NULL, *plain = test_connect(&t, TEST_KEY);
+    assert_int_equal(cc__store_connect_aux(t.addr, TEST_KEY, 5000, &aux), CC_OK);
+    assert_int_equal(cc__store_server_clients(t.srv), 2);
+    assert_int_equal(peers_become(t.srv, 1), 1); /* the plain one: a rank that is a thread */
+    cc__store_close(plain);
+    assert_int_equal(peers_become(t.srv, 0), 0);
+    /* A forked child's auxiliary connection is a peer's: same secret, another pid. */
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cc__store_t *c = NULL;
+        char b;
+        close(pipefd[1]);
+        int rc = cc__store_connect_aux(t.addr, TEST_KEY, 5000, &c) == CC_OK ? 0 : 1;
+        if (read(pipefd[0], &b, 1) < 0) rc = 2; /* hold it until the parent has looked */
+        _exit(rc);
+    }
+    close(pipefd[0]);
+    assert_int_equal(peers_become(t.srv, 1), 1);
+    close(pipefd[1]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(status, 0);
+    assert_int_equal(peers_become(t.srv, 0), 0);
+    cc__store_close(aux);
+    cc__store_server_stop(t.srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_allgather_size_mismatch),
         cmocka_unit_test(test_barrier_timeout_and_reuse),
         cmocka_unit_test(test_server_stop_breaks_clients),
+        cmocka_unit_test(test_peers_leave_out_own_aux),
     };
     cc__log_init();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -459,10 +462,123 @@ static void test_connect_before_server_starts(void **state)
     assert_int_equal(status, 0);
 }
 
+/* --- strangers before login (issue 14.3) --- */
+
+/* Open n connections that never authenticate and hold them until killed. */
+static void hold_idle_connections(int port, int n, int ready_fd)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max < (rlim_t)n + 64 ? rl.rlim_max : (rlim_t)n + 64;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (fd < 0) break;
+        connect(fd, (struct sockaddr *)&sa, sizeof(sa)); /* completes in the kernel's backlog */
+    }
+    if (write(ready_fd, "r", 1) != 1) _exit(3);
+    for (;;)
+        pause();
+}
+
+/* 1,500 idle strangers, a server with 512 descriptors: a rank arriving later still gets in
+ * within seconds (it waited 60 s behind them: each had 60 s to log in, with no cap). */
+static void test_idle_strangers_cannot_starve_logins(void **state)
+{
+    (void)state;
+    struct rlimit saved, low;
+    getrlimit(RLIMIT_NOFILE, &saved);
+    low = saved;
+    low.rlim_cur = 512;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    struct test_srv t;
+    test_srv_start(&t, TEST_KEY);
+    int port = cc__store_server_port(t.srv), pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t attacker = fork();
+    if (attacker == 0) hold_idle_connections(port, 1500, pfd[1]);
+    char b;
+    assert_int_equal(read(pfd[0], &b, 1), 1);
+    uint64_t t0 = cc__now_ns();
+    pid_t rank = fork();
+    if (rank == 0) {
+        cc__store_t *c = NULL;
+        int ok = cc__store_connect(t.addr, TEST_KEY, 8000, &c) == CC_OK &&
+                 cc__store_set(c, "late", "in", 2) == CC_OK;
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    assert_int_equal(waitpid(rank, &status, 0), rank);
+    double ms = test_ms_since(t0);
+    kill(attacker, SIGKILL);
+    waitpid(attacker, NULL, 0);
+    close(pfd[0]), close(pfd[1]);
+    assert_int_equal(status, 0);
+    assert_true(ms < 8000);
+    cc__store_server_stop(t.srv);
+    setrlimit(RLIMIT_NOFILE, &saved);
+}
+
+/* A connection that never logs in is closed after a few seconds, not after 60. */
+static void test_login_deadline(void **state)
+{
+    (void)state;
+    struct test_srv t;
+    test_srv_start(&t, TEST_KEY);
+    int fd = raw_connect(cc__store_server_port(t.srv));
+    uint8_t nonce[CC__STORE_NONCE], buf[64];
+    raw_hello(fd, nonce);
+    uint64_t t0 = cc__now_ns();
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 15000), 1);
+    assert_true(recv(fd, buf, sizeof(buf), 0) <= 0);
+    double ms = test_ms_since(t0);
+    assert_true(ms >= CC__STORE_AUTH_TIMEOUT_MS - 500 && ms < CC__STORE_AUTH_TIMEOUT_MS + 3000);
+    close(fd);
+    cc__store_server_stop(t.srv);
+}
+
+static int count_lines(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p++)
+        n++;
+    return n;
+}
+
+/* One client retrying with a wrong key 300 times: a few warnings and a sum, not 300 lines. */
+static void test_refusals_are_rate_limited(void **state)
+{
+    (void)state;
+    struct test_srv t;
+    test_srv_start(&t, TEST_KEY);
+    int port = cc__store_server_port(t.srv);
+    struct test_capture cap;
+    capture_begin(&cap);
+    for (int i = 0; i < 300; i++) {
+        int fd = raw_connect(port);
+        raw_auth(fd, "not-the-key");
+        close(fd);
+    }
+    sleep(7); /* the 5 s window ends; the server's loop wakes at least every second */
+    char *log = capture_end(&cap);
+    int lines = count_lines(log, "failed authentication");
+    assert_true(lines >= 1 && lines <= 10);
+    assert_non_null(strstr(log, "more refused or dropped clients in the last"));
+    free(log);
+    assert_server_works(&t);
+    cc__store_server_stop(t.srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrong_key_refused_and_logged),
+        cmocka_unit_test(test_idle_strangers_cannot_starve_logins),
+        cmocka_unit_test(test_login_deadline),
+        cmocka_unit_test(test_refusals_are_rate_limited),
         cmocka_unit_test(test_open_server),
         cmocka_unit_test(test_request_before_auth),
         cmocka_unit_test(test_malformed_frames),

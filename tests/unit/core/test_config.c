@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
@@ -39,6 +42,49 @@ static void test_values_and_bad_values(void **state)
     unsetenv("CCOMM_TIMEOUT");
     unsetenv("CCOMM_SHM_RING_SIZE");
     unsetenv("CCOMM_DESYNC_CHECK");
+}
+
+static const char *default_of(const char *name)
+{
+    for (int i = 0; i < cc_env_count(); i++)
+        if (!strcmp(cc_env_at(i)->name, name)) return cc_env_at(i)->default_value;
+    return NULL;
+}
+
+/* An empty variable means its default, as in other tools: no error, no warning. */
+static void test_empty_means_default(void **state)
+{
+    (void)state;
+    setenv("CCOMM_TRANSPORT", "", 1);
+    setenv("CCOMM_TIMEOUT", "", 1);
+    setenv("CCOMM_SHM_RING_SIZE", "", 1);
+    setenv("CCOMM_DESYNC_CHECK", "", 1);
+    setenv("CCOMM_RECORDER_DIR", "", 1);
+    char path[64], text[4096] = "";
+    snprintf(path, sizeof(path), "/tmp/cc_config_test_%d.log", (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    dup2(fd, 2);
+    cc__config_reload();
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n >= 0);
+    assert_null(strstr(text, "warning")); /* "" is not a bad value */
+    assert_string_equal(cc__cfg()->transport, "auto");
+    assert_int_equal(cc__cfg()->timeout, 600);
+    assert_int_equal(cc__cfg()->shm_ring_size, 1u << 20);
+    assert_int_equal(cc__cfg()->desync_check, 0);
+    assert_string_equal(cc__cfg()->recorder_dir, default_of("CCOMM_RECORDER_DIR"));
+    assert_string_equal(cc_env_effective("CCOMM_TRANSPORT"), "auto");
+    unsetenv("CCOMM_TRANSPORT");
+    unsetenv("CCOMM_TIMEOUT");
+    unsetenv("CCOMM_SHM_RING_SIZE");
+    unsetenv("CCOMM_DESYNC_CHECK");
+    unsetenv("CCOMM_RECORDER_DIR");
+    cc__config_reload();
 }
 
 static void test_parse_size(void **state)
@@ -88,6 +134,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_values_and_bad_values),
+        cmocka_unit_test(test_empty_means_default),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_env_api),
     };

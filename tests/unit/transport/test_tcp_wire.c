@@ -52,7 +52,32 @@ static int knock(const cc__peer_info_t *to, const struct cc__tcp_hello *h)
     return 0;
 }
 
-static int fake_rank1(void)
+/* Strangers that connect and say nothing fill every accept slot of rank 0 (1 expected + 8
+ * spare); the real hello, retried, must still get in once their deadline passes. */
+static int squat_then_hello(const cc__peer_info_t *to, const struct cc__tcp_hello *h)
+{
+    int idle[12];
+    for (int i = 0; i < 12; i++)
+        MP_CHECK((idle[i] = dial(to)) >= 0);
+    uint64_t give_up = cc__now_ns() + 20000000000ull;
+    int fd = -1;
+    struct cc__tcp_ack ack;
+    while (fd < 0 && cc__now_ns() < give_up) {
+        fd = dial(to);
+        MP_CHECK(fd >= 0 && send(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h));
+        if (read_back(fd, &ack, sizeof(ack)) != sizeof(ack)) {
+            close(fd); /* no slot: closed at once; try again */
+            fd = -1;
+            usleep(100000);
+        }
+    }
+    for (int i = 0; i < 12; i++)
+        close(idle[i]);
+    MP_CHECK(fd >= 0 && ack.magic == CC__TCP_ACK_MAGIC);
+    return fd;
+}
+
+static int fake_rank1(int squat)
 {
     cc__net_config_t cfg;
     mp_config(&cfg, 1, 2, "tcp");
@@ -76,10 +101,12 @@ static int fake_rank1(void)
     MP_CHECK(knock(&all[0], &bad) == 0);
     memset(&bad, 'x', sizeof(bad));
     MP_CHECK(knock(&all[0], &bad) == 0);
-    int fd = dial(&all[0]);
-    MP_CHECK(fd >= 0 && send(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
+    int fd = squat ? squat_then_hello(&all[0], &h) : dial(&all[0]);
     struct cc__tcp_ack ack;
-    MP_CHECK(read_back(fd, &ack, sizeof(ack)) == sizeof(ack) && ack.magic == CC__TCP_ACK_MAGIC);
+    if (!squat) {
+        MP_CHECK(fd >= 0 && send(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
+        MP_CHECK(read_back(fd, &ack, sizeof(ack)) == sizeof(ack) && ack.magic == CC__TCP_ACK_MAGIC);
+    }
     for (int phase = 0; phase < 3; phase++) {
         int32_t ok = CC_OK, sts[2];
         MP_CHECK_ST(cfg.allgather(cfg.allgather_ctx, &ok, sts, sizeof(ok)), CC_OK);
@@ -101,8 +128,7 @@ static int fake_rank1(void)
 
 static int rank_wire(int rank, int n, void *arg)
 {
-    (void)arg;
-    if (rank == 1) return fake_rank1();
+    if (rank == 1) return fake_rank1(arg != NULL);
     uint64_t errors = cc__log_error_count();
     cc__net_config_t cfg;
     cc__net_t *net;
@@ -126,10 +152,18 @@ static void test_strangers_and_frames(void **s)
     assert_int_equal(mp_fork(2, rank_wire, NULL, 60, codes), 0);
 }
 
+static void test_idle_strangers_give_their_slots_back(void **s)
+{
+    (void)s;
+    int codes[2];
+    assert_int_equal(mp_fork(2, rank_wire, "squat", 60, codes), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strangers_and_frames),
+        cmocka_unit_test(test_idle_strangers_give_their_slots_back),
     };
     return cmocka_run_group_tests(tests, tu_setup, tu_teardown);
 }
