@@ -155,10 +155,23 @@ static void comm_free_parts(cc_comm_t *comm)
     cc__hooks_drop_owner(&comm->hooks, comm);
 }
 
+int64_t cc__env_timeout_ms(void)
+{
+    int64_t s = cc__cfg()->timeout;
+    if (s > INT64_MAX / 1000) return INT64_MAX; /* no deadline, as INT64_MAX ms is */
+    return s < 0 ? -1 : s * 1000;
+}
+
 static cc_status_t comm_fill(cc_comm_t *c, const cc_comm_config_t *config)
 {
     const struct cc__config *cfg = cc__cfg();
-    c->timeout_ms = config && config->timeout_ms > 0 ? config->timeout_ms : cfg->timeout * 1000;
+    c->timeout_ms = config && config->timeout_ms > 0 ? config->timeout_ms : cc__env_timeout_ms();
+    if (c->timeout_ms <= 0) {
+        /* Every op would time out at once. */
+        cc_log_error(CC_SUBSYS_INIT, "communicator %s: CCOMM_TIMEOUT is %lld s, must be > 0",
+                     c->name, (long long)cfg->timeout);
+        return CC_ERR_INVALID_ARG;
+    }
     c->device = config ? config->device : CC_DEVICE_CPU;
     const char *tr = config && config->transport ? config->transport : cfg->transport;
     if (strcmp(tr, "auto") && strcmp(tr, "tcp")) {

@@ -93,6 +93,10 @@ cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_
                                const cc_comm_config_t *config, const cc_engine_v1_t *engine,
                                void *engine_arg, cc_comm_t **out);
 
+/* CCOMM_TIMEOUT in milliseconds, INT64_MAX (no deadline) when that does not fit; -1 when
+ * negative. */
+int64_t cc__env_timeout_ms(void);
+
 /* Hash used for communicator ids (FNV-1a 64, never 0). */
 uint64_t cc__hash64(const void *data, size_t len, uint64_t seed);
 

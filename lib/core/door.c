@@ -165,7 +165,8 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
     if (opts) op->stream = opts->stream;
     assign_identity(op);
     op->info.t_enqueue_ns = cc__now_ns();
-    op->deadline_ns = op->info.t_enqueue_ns + (uint64_t)op->info.timeout_ms * 1000000ull;
+    /* Saturates: a timeout too large for the clock (INT64_MAX ms) means no deadline. */
+    op->deadline_ns = cc__deadline_from(op->info.t_enqueue_ns, op->info.timeout_ms);
     atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
     cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info);
     if (st != CC_OK) {
