@@ -116,6 +116,41 @@ void cc__comm_fail(cc_comm_t *comm, cc_status_t status, const cc__op_t *op, cons
     if (comm->engine && comm->engine_state) comm->engine->comm_abort(comm->engine_state, status);
 }
 
+cc_status_t cc__comm_config_check(const cc_comm_config_t *config, const char *fn)
+{
+    if (!config) return CC_OK;
+    if (config->struct_size < sizeof(cc_comm_config_t) || config->struct_size > 4096) {
+        cc_log_error(CC_SUBSYS_INIT,
+                     "%s: config->struct_size is %zu, expected %zu (start from "
+                     "CC_COMM_CONFIG_INIT)",
+                     fn, config->struct_size, sizeof(cc_comm_config_t));
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->timeout_ms < 0) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->timeout_ms is %lld, must be >= 0", fn,
+                     (long long)config->timeout_ms);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->device < CC_DEVICE_CPU) {
+        cc_log_error(CC_SUBSYS_INIT,
+                     "%s: config->device is %d, must be CC_DEVICE_CPU (-1) or a "
+                     "CUDA device ordinal",
+                     fn, config->device);
+        return CC_ERR_INVALID_ARG;
+    }
+    const char *e = config->engine, *t = config->transport;
+    if (e && strcmp(e, "auto") && strcmp(e, "native") && strcmp(e, "nccl")) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->engine \"%s\" is not auto, native or nccl", fn,
+                     e);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (t && strcmp(t, "auto") && strcmp(t, "tcp")) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->transport \"%s\" is not auto or tcp", fn, t);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
 static cc_status_t engine_create(cc_comm_t *comm, void *arg)
 {
     (void)arg;

@@ -79,6 +79,13 @@ int cc__comm_valid(const cc_comm_t *comm);
  */
 void cc__comm_fail(cc_comm_t *comm, cc_status_t status, const cc__op_t *op, const char *why);
 
+/*
+ * Check a config passed to init, split or create_group (NULL is fine): struct_size,
+ * timeout_ms >= 0, device, engine and transport names. Logs `fn` and the value. Runs before
+ * anything is exchanged or loaded.
+ */
+cc_status_t cc__comm_config_check(const cc_comm_config_t *config, const char *fn);
+
 /* Create a communicator once its identity is known (init, split, group):
  * engine, COMM_INIT through the door. Takes ownership of world_ranks. */
 cc_status_t cc__comm_create(cc__world_t *world, uint64_t id, uint64_t parent_id, const char *name,
