@@ -283,6 +283,7 @@ static cc_status_t check(const cc_comm_t *comm, const char *fn)
 cc_status_t cc_comm_destroy(cc_comm_t *comm)
 {
     CC_CHECK(check(comm, "cc_comm_destroy"));
+    CC_CHECK(cc__door_reentry(comm, CC_OP_COMM_DESTROY)); /* it would wait for that hook's op */
     cc_status_t st = comm->engine->drain(comm->engine_state, cc__deadline_after_ms(comm->timeout_ms));
     if (st != CC_OK) cc__comm_fail(comm, st, NULL, "pending ops did not finish before destroy");
     cc__door_lifecycle(comm, CC_OP_COMM_DESTROY, comm->parent_id, NULL, NULL);
@@ -309,6 +310,11 @@ cc_status_t cc_comm_abort(cc_comm_t *comm)
 {
     CC_CHECK(check(comm, "cc_comm_abort"));
     if (atomic_load(&comm->abort_ran)) return CC_OK;
+    if (cc__hooks_running(&comm->hooks)) {
+        /* From one of the comm's hooks: the door's chains would run that hook again. */
+        cc__comm_fail(comm, CC_ERR_ABORTED, NULL, "cc_comm_abort was called from a hook");
+        return CC_OK;
+    }
     return cc__door_lifecycle(comm, CC_OP_COMM_ABORT, 0, do_abort, NULL);
 }
 
