@@ -4,7 +4,10 @@
  *
  * A destroyed communicator keeps its small shell (magic set to
  * CC__COMM_DEAD) so that a later call with the stale handle is detected by
- * the magic check instead of reading freed memory. Everything else is freed.
+ * the magic check instead of reading freed memory. Everything else is freed,
+ * and so is the shell once CC__COMM_SHELLS_MAX more comms have died: a job
+ * that makes and drops groups all day stays flat, and the stale handles met
+ * in practice (a second destroy, a call right after it) are still caught.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,15 +24,29 @@
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_comm_t *g_reg_head;
-static cc_comm_t *g_graveyard; /* shells of destroyed comms, kept for the magic check */
+/* Shells of the last destroyed comms, a ring: g_grave_n of them, the oldest at
+ * g_grave_next once the ring is full. */
+static cc_comm_t *g_grave[CC__COMM_SHELLS_MAX];
+static size_t g_grave_next, g_grave_n;
 
-/* Keep a dead comm's shell reachable (it is never freed, see the top of the file). */
+/* Keep a dead comm's shell for the magic check; free the oldest beyond the bound. */
 static void bury(cc_comm_t *comm)
 {
     pthread_mutex_lock(&g_reg_lock);
-    comm->reg_next = g_graveyard;
-    g_graveyard = comm;
+    cc_comm_t *old = g_grave[g_grave_next];
+    g_grave[g_grave_next] = comm;
+    g_grave_next = (g_grave_next + 1) % CC__COMM_SHELLS_MAX;
+    if (g_grave_n < CC__COMM_SHELLS_MAX) g_grave_n++;
     pthread_mutex_unlock(&g_reg_lock);
+    free(old);
+}
+
+size_t cc__comm_shells(void)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    size_t n = g_grave_n;
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
 }
 
 void cc__registry_add(cc_comm_t *comm)

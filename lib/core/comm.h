@@ -107,6 +107,11 @@ int64_t cc__env_timeout_ms(void);
 /* Hash used for communicator ids (FNV-1a 64, never 0). */
 uint64_t cc__hash64(const void *data, size_t len, uint64_t seed);
 
+/* Shells of destroyed comms kept for the magic check (see comm.c): how many now, and the
+ * most that are kept (the oldest is freed then). */
+size_t cc__comm_shells(void);
+#define CC__COMM_SHELLS_MAX 256
+
 /* Registry of live comms, for the watchdog and the dump path. */
 void cc__registry_add(cc_comm_t *comm);
 void cc__registry_remove(cc_comm_t *comm);
