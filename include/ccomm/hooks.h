@@ -17,8 +17,10 @@
  *
  * Hooks run on the thread that moves the op (the caller's thread, a
  * communicator's progress thread or the watchdog), in the order they were
- * added, all-comm hooks before per-comm hooks. They must be quick and must
- * not call ccomm operations on the same communicator.
+ * added, all-comm hooks before per-comm hooks. They must be quick. An op,
+ * split, create_group or destroy of the communicator a hook runs for is
+ * refused there with CC_ERR_INVALID_USAGE (it would run the hook again);
+ * cc_comm_abort is allowed and fails the communicator at once.
  */
 #ifndef CCOMM_HOOKS_H
 #define CCOMM_HOOKS_H

@@ -119,7 +119,7 @@ CC_API cc_status_t cc_redop_parse(const char *name, cc_redop_t *out);
  */
 typedef struct cc_op_opts {
     size_t struct_size;   /* sizeof(cc_op_opts_t); set by CC_OP_OPTS_INIT */
-    int64_t timeout_ms;   /* deadline for this op; 0 = the communicator's timeout */
+    int64_t timeout_ms;   /* deadline for this op; 0 = the comm's timeout; INT64_MAX = none */
     void *stream;         /* cudaStream_t for device communicators; NULL = default stream */
     int tag;              /* point-to-point tag, 0 .. CC_TAG_MAX; collectives ignore it */
     double premul_scalar; /* factor applied to every input by CC_PREMUL_SUM */
@@ -140,7 +140,7 @@ typedef struct cc_op_opts {
 typedef struct cc_comm_config {
     size_t struct_size;    /* sizeof(cc_comm_config_t); set by CC_COMM_CONFIG_INIT */
     const char *name;      /* NULL: "world" for init, "<parent>.<color>" for split */
-    int64_t timeout_ms;    /* default deadline of every op; 0 = CCOMM_TIMEOUT */
+    int64_t timeout_ms;    /* default deadline of every op; 0 = CCOMM_TIMEOUT; INT64_MAX = none */
     int device;            /* CC_DEVICE_CPU, or a CUDA device ordinal */
     const char *engine;    /* NULL or "auto", "native", "nccl" */
     const char *transport; /* NULL = CCOMM_TRANSPORT; "auto" (shm on one host, else tcp), "tcp" */

@@ -58,6 +58,8 @@ size_t cc__store_server_clients(cc__store_server_t *server);
  * Any thread.
  */
 size_t cc__store_server_peers(cc__store_server_t *server);
+/* How many keys it holds now (any thread). */
+size_t cc__store_server_keys(cc__store_server_t *server);
 /* Stop the thread, close every connection, free everything. NULL is ignored. */
 void cc__store_server_stop(cc__store_server_t *server);
 
@@ -147,6 +149,9 @@ cc_status_t cc__store_cas(cc__store_t *store, const char *key, const void *expec
 
 /* Delete a key; *deleted = 1 if it existed. `deleted` may be NULL. */
 cc_status_t cc__store_delete(cc__store_t *store, const char *key, int *deleted);
+/* Delete 1 to CC__STORE_MAX_KEYS keys in one request; *deleted = 1 if any existed. */
+cc_status_t cc__store_delete_keys(cc__store_t *store, const char *const *keys, size_t nkeys,
+                                  int *deleted);
 
 /*
  * Barrier of `nranks` callers on `name`: each adds 1 to "<name>/arrived";
@@ -159,7 +164,9 @@ cc_status_t cc__store_barrier(cc__store_t *store, const char *name, int nranks, 
 /*
  * Allgather of fixed-size blobs: rank r sets "<name>/<r>" and gets all
  * nranks of them in one multi_get. `all` receives nranks * len bytes in rank
- * order. Blob sizes that differ give CC_ERR_MISMATCH naming the rank;
+ * order. Each rank then counts itself in "<name>/read"; the last one deletes
+ * the blobs and the counter, so the store does not grow with each use.
+ * Blob sizes that differ give CC_ERR_MISMATCH naming the rank;
  * CC_ERR_TIMEOUT logs how many ranks are missing and the first.
  */
 cc_status_t cc__store_allgather(cc__store_t *store, const char *name, int rank, int nranks,

@@ -175,16 +175,19 @@ cc_status_t cc__store_wait(cc__store_t *store, const char *const *keys, size_t n
     return multi_get_op(store, CC__STORE_OP_WAIT, "wait", keys, nkeys, NULL, NULL, timeout_ms);
 }
 
-/* check and delete: [key] -> [u8] */
-static cc_status_t key_flag_op(cc__store_t *s, uint8_t op, const char *opname, const char *key,
-                               int *out)
+/* check and delete: [key...] -> [u8] */
+static cc_status_t key_flag_op(cc__store_t *s, uint8_t op, const char *opname,
+                               const char *const *keys, size_t n, int *out)
 {
     struct cc__store_wr w;
     struct cc__store_reply r;
-    if (!s) return CC_ERR_INVALID_ARG;
+    if (!s || !keys || n < 1 || n > CC__STORE_MAX_KEYS) return CC_ERR_INVALID_ARG;
     cc__store_wr_begin(&w, op, 0);
-    cc_status_t st = cc__store_key_field(s, &w, key, opname);
+    cc_status_t st = CC_OK;
+    for (size_t i = 0; i < n && st == CC_OK; i++)
+        st = cc__store_key_field(s, &w, keys[i], opname);
     if (st != CC_OK) return cc__store_wr_free(&w), st;
+    const char *key = keys[0];
     st = cc__store_call(s, &w, 0, key, &r);
     if (st == CC_OK && (r.status != CC_OK || r.nfields != 1 || r.f[0].len != 1))
         st = cc__store_bad_reply(s, opname, key, "expected one flag byte");
@@ -196,12 +199,18 @@ static cc_status_t key_flag_op(cc__store_t *s, uint8_t op, const char *opname, c
 cc_status_t cc__store_check(cc__store_t *store, const char *key, int *exists)
 {
     if (!exists) return CC_ERR_INVALID_ARG;
-    return key_flag_op(store, CC__STORE_OP_CHECK, "check", key, exists);
+    return key_flag_op(store, CC__STORE_OP_CHECK, "check", &key, 1, exists);
 }
 
 cc_status_t cc__store_delete(cc__store_t *store, const char *key, int *deleted)
 {
-    return key_flag_op(store, CC__STORE_OP_DELETE, "delete", key, deleted);
+    return key_flag_op(store, CC__STORE_OP_DELETE, "delete", &key, 1, deleted);
+}
+
+cc_status_t cc__store_delete_keys(cc__store_t *store, const char *const *keys, size_t nkeys,
+                                  int *deleted)
+{
+    return key_flag_op(store, CC__STORE_OP_DELETE, "delete", keys, nkeys, deleted);
 }
 
 cc_status_t cc__store_add(cc__store_t *store, const char *key, int64_t delta, int64_t *result)

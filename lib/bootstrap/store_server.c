@@ -611,6 +611,11 @@ size_t cc__store_server_peers(cc__store_server_t *server)
     return server ? atomic_load_explicit(&server->peers, memory_order_relaxed) : 0;
 }
 
+size_t cc__store_server_keys(cc__store_server_t *server)
+{
+    return server ? atomic_load_explicit(&server->kv.count, memory_order_relaxed) : 0;
+}
+
 void cc__store_server_stop(cc__store_server_t *server)
 {
     if (!server) return;

@@ -229,18 +229,28 @@ static int op_set(struct cc__store_server *s, struct srv_conn *c, const struct c
     return 0;
 }
 
-/* check: [key] -> [exists] ; delete: [key] -> [deleted] */
-static int op_check_delete(struct cc__store_server *s, struct srv_conn *c,
-                           const struct cc__store_field *f, uint32_t n)
+/* check: [key] -> [exists] */
+static int op_check(struct cc__store_server *s, struct srv_conn *c, const struct cc__store_field *f,
+                    uint32_t n)
 {
     if (n != 1) return malformed(s, c, "%u fields (expected a key)", n);
     if (check_key(s, c, &f[0]) != 0) return -1;
-    uint64_t h = cc__kv_hash(f[0].p, f[0].len);
-    uint8_t yes;
-    if (c->hdr.op == CC__STORE_OP_CHECK)
-        yes = cc__kv_find(&s->kv, f[0].p, f[0].len, h) != NULL;
-    else
-        yes = (uint8_t)cc__kv_delete(&s->kv, f[0].p, f[0].len, h);
+    uint8_t yes = cc__kv_find(&s->kv, f[0].p, f[0].len, cc__kv_hash(f[0].p, f[0].len)) != NULL;
+    return reply_one(s, c, CC_OK, &yes, 1);
+}
+
+/* delete: [key...] -> [deleted: any of them existed]. Many keys in one request let the
+ * last reader of an allgather drop all its blobs in one round trip. */
+static int op_delete(struct cc__store_server *s, struct srv_conn *c,
+                     const struct cc__store_field *f, uint32_t n)
+{
+    if (n < 1 || n > CC__STORE_MAX_KEYS)
+        return malformed(s, c, "%u fields (expected 1 to 65536 keys)", n);
+    uint8_t yes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (check_key(s, c, &f[i]) != 0) return -1;
+        yes |= (uint8_t)cc__kv_delete(&s->kv, f[i].p, f[i].len, cc__kv_hash(f[i].p, f[i].len));
+    }
     return reply_one(s, c, CC_OK, &yes, 1);
 }
 
@@ -358,8 +368,9 @@ static int dispatch(struct cc__store_server *s, struct srv_conn *c, const struct
     case CC__STORE_OP_WAIT:
         return op_get(s, c, f, n);
     case CC__STORE_OP_CHECK:
+        return op_check(s, c, f, n);
     case CC__STORE_OP_DELETE:
-        return op_check_delete(s, c, f, n);
+        return op_delete(s, c, f, n);
     case CC__STORE_OP_ADD:
         return op_add(s, c, f, n);
     case CC__STORE_OP_CAS:

@@ -6,8 +6,10 @@
  * to nranks sets "<name>/done"; everyone waits for "done". Two requests per
  * rank, whatever nranks is.
  * allgather: rank r sets "<name>/<r>", then fetches all nranks keys in ONE
- * multi_get that the server answers when the last one appears. Two requests
- * per rank, not nranks.
+ * multi_get that the server answers when the last one appears, then adds 1
+ * to "<name>/read"; the rank that brings it to nranks deletes the blobs and
+ * the counter in one request. Three requests per rank (four for the last),
+ * not nranks, and nothing is left in the store.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +101,7 @@ static cc_status_t gather_keys(const char *name, int nranks, char **buf, const c
 {
     size_t stride = strlen(name) + 13;
     *buf = malloc((size_t)nranks * stride);
-    *keys = malloc((size_t)nranks * sizeof(**keys));
+    *keys = malloc(((size_t)nranks + 1) * sizeof(**keys)); /* + the cleanup's counter */
     if (!*buf || !*keys) {
         free(*buf), free(*keys);
         cc_log_error(CC_SUBSYS_BOOTSTRAP, "store allgather \"%s\": no memory for %d keys", name,
@@ -112,6 +114,23 @@ static cc_status_t gather_keys(const char *name, int nranks, char **buf, const c
         (*keys)[i] = k;
     }
     return CC_OK;
+}
+
+/* Once every rank has read the blobs (each counts itself), the last one drops them all. */
+static cc_status_t gather_cleanup(cc__store_t *store, const char *name, const char **keys,
+                                  int nranks)
+{
+    char read[CC__STORE_MAX_KEY + 1];
+    int64_t n = 0;
+    snprintf(read, sizeof(read), "%s/read", name);
+    CC_CHECK(cc__store_add(store, read, 1, &n));
+    if (n < nranks) return CC_OK;
+    /* The counter goes with the blobs (keys[] has room for it, see gather_keys), unless that
+     * makes one key more than a request may hold. */
+    size_t n_del = (size_t)nranks < CC__STORE_MAX_KEYS ? (size_t)nranks + 1 : (size_t)nranks;
+    keys[nranks] = read;
+    CC_CHECK(cc__store_delete_keys(store, keys, n_del, NULL));
+    return n_del > (size_t)nranks ? CC_OK : cc__store_delete(store, read, NULL);
 }
 
 cc_status_t cc__store_allgather(cc__store_t *store, const char *name, int rank, int nranks,
@@ -137,6 +156,7 @@ cc_status_t cc__store_allgather(cc__store_t *store, const char *name, int rank, 
         st = cc__store_mget_quiet(store, CC__STORE_OP_MULTI_GET, keys, (size_t)nranks, timeout_ms,
                                   sink_gather, &g, &miss);
     }
+    if (st == CC_OK) st = gather_cleanup(store, name, keys, nranks);
     if (st == CC_ERR_MISMATCH)
         cc_log_error(CC_SUBSYS_BOOTSTRAP,
                      "store allgather \"%s%s\": rank %zu contributed %u bytes"

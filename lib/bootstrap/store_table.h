@@ -5,6 +5,7 @@
 #ifndef CC_BOOTSTRAP_STORE_TABLE_H
 #define CC_BOOTSTRAP_STORE_TABLE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,7 +21,8 @@ struct cc__kv_entry {
 struct cc__kv {
     struct cc__kv_entry **buckets; /* nbuckets (a power of two) chains */
     size_t nbuckets;
-    size_t count; /* entries; the table doubles when count > nbuckets */
+    _Atomic size_t count; /* entries; the table doubles when count > nbuckets (atomic: read by
+                           * cc__store_server_keys from other threads) */
 };
 
 int cc__kv_init(struct cc__kv *kv);

@@ -19,13 +19,28 @@ static inline uint64_t cc__realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Deadline arithmetic that saturates instead of wrapping. */
+/*
+ * Deadline arithmetic that saturates instead of wrapping: UINT64_MAX is "no
+ * deadline" (the monotonic clock reaches it after 584 years of uptime), so a
+ * timeout too large to add, INT64_MAX ms in particular, means forever.
+ */
+static inline uint64_t cc__ns_add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
+/* `ms` milliseconds after `base_ns`; a negative ms is no deadline too. */
+static inline uint64_t cc__deadline_from(uint64_t base_ns, int64_t ms)
+{
+    uint64_t d;
+    if (ms < 0 || __builtin_mul_overflow((uint64_t)ms, 1000000ull, &d)) return UINT64_MAX;
+    return cc__ns_add_sat(base_ns, d);
+}
+
 static inline uint64_t cc__deadline_after_ms(int64_t ms)
 {
-    uint64_t now = cc__now_ns();
-    if (ms < 0) return UINT64_MAX;
-    uint64_t d = (uint64_t)ms * 1000000ull;
-    return (d / 1000000ull != (uint64_t)ms || now + d < now) ? UINT64_MAX : now + d;
+    return cc__deadline_from(cc__now_ns(), ms);
 }
 
 #endif /* CC_CORE_CLOCK_H */

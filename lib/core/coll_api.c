@@ -22,14 +22,16 @@ void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **work)
 {
     if (cc__group_active()) {
+        cc_status_t st = cc__door_reentry(op->comm, op->info.type);
+        int p2p = op->info.type == CC_OP_SEND || op->info.type == CC_OP_RECV;
         /* Only p2p ops can wait for the group's end: a collective would have to run before
          * the sends and receives listed ahead of it, which breaks issue order. */
-        if (op->info.type == CC_OP_SEND || op->info.type == CC_OP_RECV)
-            return cc__group_hold(op, opts, work);
-        cc_log_error(CC_SUBSYS_CORE,
-                     "%s on communicator %s inside a group: only cc_send and "
-                     "cc_recv may be grouped (call cc_group_end first)",
-                     cc_op_type_name(op->info.type), op->comm->name);
+        if (st == CC_OK && p2p) return cc__group_hold(op, opts, work);
+        if (st == CC_OK)
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s on communicator %s inside a group: only cc_send and "
+                         "cc_recv may be grouped (call cc_group_end first)",
+                         cc_op_type_name(op->info.type), op->comm->name);
         if (op->release) op->release(op, CC_ERR_INVALID_USAGE);
         return CC_ERR_INVALID_USAGE;
     }

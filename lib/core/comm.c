@@ -4,7 +4,10 @@
  *
  * A destroyed communicator keeps its small shell (magic set to
  * CC__COMM_DEAD) so that a later call with the stale handle is detected by
- * the magic check instead of reading freed memory. Everything else is freed.
+ * the magic check instead of reading freed memory. Everything else is freed,
+ * and so is the shell once CC__COMM_SHELLS_MAX more comms have died: a job
+ * that makes and drops groups all day stays flat, and the stale handles met
+ * in practice (a second destroy, a call right after it) are still caught.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,15 +24,29 @@
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_comm_t *g_reg_head;
-static cc_comm_t *g_graveyard; /* shells of destroyed comms, kept for the magic check */
+/* Shells of the last destroyed comms, a ring: g_grave_n of them, the oldest at
+ * g_grave_next once the ring is full. */
+static cc_comm_t *g_grave[CC__COMM_SHELLS_MAX];
+static size_t g_grave_next, g_grave_n;
 
-/* Keep a dead comm's shell reachable (it is never freed, see the top of the file). */
+/* Keep a dead comm's shell for the magic check; free the oldest beyond the bound. */
 static void bury(cc_comm_t *comm)
 {
     pthread_mutex_lock(&g_reg_lock);
-    comm->reg_next = g_graveyard;
-    g_graveyard = comm;
+    cc_comm_t *old = g_grave[g_grave_next];
+    g_grave[g_grave_next] = comm;
+    g_grave_next = (g_grave_next + 1) % CC__COMM_SHELLS_MAX;
+    if (g_grave_n < CC__COMM_SHELLS_MAX) g_grave_n++;
     pthread_mutex_unlock(&g_reg_lock);
+    free(old);
+}
+
+size_t cc__comm_shells(void)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    size_t n = g_grave_n;
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
 }
 
 void cc__registry_add(cc_comm_t *comm)
@@ -116,6 +133,41 @@ void cc__comm_fail(cc_comm_t *comm, cc_status_t status, const cc__op_t *op, cons
     if (comm->engine && comm->engine_state) comm->engine->comm_abort(comm->engine_state, status);
 }
 
+cc_status_t cc__comm_config_check(const cc_comm_config_t *config, const char *fn)
+{
+    if (!config) return CC_OK;
+    if (config->struct_size < sizeof(cc_comm_config_t) || config->struct_size > 4096) {
+        cc_log_error(CC_SUBSYS_INIT,
+                     "%s: config->struct_size is %zu, expected %zu (start from "
+                     "CC_COMM_CONFIG_INIT)",
+                     fn, config->struct_size, sizeof(cc_comm_config_t));
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->timeout_ms < 0) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->timeout_ms is %lld, must be >= 0", fn,
+                     (long long)config->timeout_ms);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (config->device < CC_DEVICE_CPU) {
+        cc_log_error(CC_SUBSYS_INIT,
+                     "%s: config->device is %d, must be CC_DEVICE_CPU (-1) or a "
+                     "CUDA device ordinal",
+                     fn, config->device);
+        return CC_ERR_INVALID_ARG;
+    }
+    const char *e = config->engine, *t = config->transport;
+    if (e && strcmp(e, "auto") && strcmp(e, "native") && strcmp(e, "nccl")) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->engine \"%s\" is not auto, native or nccl", fn,
+                     e);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (t && strcmp(t, "auto") && strcmp(t, "tcp")) {
+        cc_log_error(CC_SUBSYS_INIT, "%s: config->transport \"%s\" is not auto or tcp", fn, t);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
 static cc_status_t engine_create(cc_comm_t *comm, void *arg)
 {
     (void)arg;
@@ -155,10 +207,23 @@ static void comm_free_parts(cc_comm_t *comm)
     cc__hooks_drop_owner(&comm->hooks, comm);
 }
 
+int64_t cc__env_timeout_ms(void)
+{
+    int64_t s = cc__cfg()->timeout;
+    if (s > INT64_MAX / 1000) return INT64_MAX; /* no deadline, as INT64_MAX ms is */
+    return s < 0 ? -1 : s * 1000;
+}
+
 static cc_status_t comm_fill(cc_comm_t *c, const cc_comm_config_t *config)
 {
     const struct cc__config *cfg = cc__cfg();
-    c->timeout_ms = config && config->timeout_ms > 0 ? config->timeout_ms : cfg->timeout * 1000;
+    c->timeout_ms = config && config->timeout_ms > 0 ? config->timeout_ms : cc__env_timeout_ms();
+    if (c->timeout_ms <= 0) {
+        /* Every op would time out at once. */
+        cc_log_error(CC_SUBSYS_INIT, "communicator %s: CCOMM_TIMEOUT is %lld s, must be > 0",
+                     c->name, (long long)cfg->timeout);
+        return CC_ERR_INVALID_ARG;
+    }
     c->device = config ? config->device : CC_DEVICE_CPU;
     const char *tr = config && config->transport ? config->transport : cfg->transport;
     if (strcmp(tr, "auto") && strcmp(tr, "tcp")) {
@@ -235,6 +300,7 @@ static cc_status_t check(const cc_comm_t *comm, const char *fn)
 cc_status_t cc_comm_destroy(cc_comm_t *comm)
 {
     CC_CHECK(check(comm, "cc_comm_destroy"));
+    CC_CHECK(cc__door_reentry(comm, CC_OP_COMM_DESTROY)); /* it would wait for that hook's op */
     cc_status_t st = comm->engine->drain(comm->engine_state, cc__deadline_after_ms(comm->timeout_ms));
     if (st != CC_OK) cc__comm_fail(comm, st, NULL, "pending ops did not finish before destroy");
     cc__door_lifecycle(comm, CC_OP_COMM_DESTROY, comm->parent_id, NULL, NULL);
@@ -261,6 +327,11 @@ cc_status_t cc_comm_abort(cc_comm_t *comm)
 {
     CC_CHECK(check(comm, "cc_comm_abort"));
     if (atomic_load(&comm->abort_ran)) return CC_OK;
+    if (cc__hooks_running(&comm->hooks)) {
+        /* From one of the comm's hooks: the door's chains would run that hook again. */
+        cc__comm_fail(comm, CC_ERR_ABORTED, NULL, "cc_comm_abort was called from a hook");
+        return CC_OK;
+    }
     return cc__door_lifecycle(comm, CC_OP_COMM_ABORT, 0, do_abort, NULL);
 }
 

@@ -79,6 +79,13 @@ int cc__comm_valid(const cc_comm_t *comm);
  */
 void cc__comm_fail(cc_comm_t *comm, cc_status_t status, const cc__op_t *op, const char *why);
 
+/*
+ * Check a config passed to init, split or create_group (NULL is fine): struct_size,
+ * timeout_ms >= 0, device, engine and transport names. Logs `fn` and the value. Runs before
+ * anything is exchanged or loaded.
+ */
+cc_status_t cc__comm_config_check(const cc_comm_config_t *config, const char *fn);
+
 /* Create a communicator once its identity is known (init, split, group):
  * engine, COMM_INIT through the door. Takes ownership of world_ranks. */
 cc_status_t cc__comm_create(cc__world_t *world, uint64_t id, uint64_t parent_id, const char *name,
@@ -93,8 +100,17 @@ cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_
                                const cc_comm_config_t *config, const cc_engine_v1_t *engine,
                                void *engine_arg, cc_comm_t **out);
 
+/* CCOMM_TIMEOUT in milliseconds, INT64_MAX (no deadline) when that does not fit; -1 when
+ * negative. */
+int64_t cc__env_timeout_ms(void);
+
 /* Hash used for communicator ids (FNV-1a 64, never 0). */
 uint64_t cc__hash64(const void *data, size_t len, uint64_t seed);
+
+/* Shells of destroyed comms kept for the magic check (see comm.c): how many now, and the
+ * most that are kept (the oldest is freed then). */
+size_t cc__comm_shells(void);
+#define CC__COMM_SHELLS_MAX 256
 
 /* Registry of live comms, for the watchdog and the dump path. */
 void cc__registry_add(cc_comm_t *comm);

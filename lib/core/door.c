@@ -159,13 +159,24 @@ static cc_status_t end_early(cc__op_t *op, cc_status_t status)
     return status;
 }
 
+cc_status_t cc__door_reentry(cc_comm_t *comm, cc_op_type_t type)
+{
+    if (!cc__hooks_running(&comm->hooks)) return CC_OK;
+    cc_log_error(CC_SUBSYS_HOOKS,
+                 "%s on communicator %s was called from inside one of its "
+                 "hooks: refused (it would run the hook again, without end)",
+                 cc_op_type_name(type), comm->name);
+    return CC_ERR_INVALID_USAGE;
+}
+
 cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
 {
     if (opts && opts->timeout_ms > 0) op->info.timeout_ms = opts->timeout_ms;
     if (opts) op->stream = opts->stream;
     assign_identity(op);
     op->info.t_enqueue_ns = cc__now_ns();
-    op->deadline_ns = op->info.t_enqueue_ns + (uint64_t)op->info.timeout_ms * 1000000ull;
+    /* Saturates: a timeout too large for the clock (INT64_MAX ms) means no deadline. */
+    op->deadline_ns = cc__deadline_from(op->info.t_enqueue_ns, op->info.timeout_ms);
     atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
     cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info);
     if (st != CC_OK) {
@@ -180,7 +191,12 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
 cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work)
 {
     cc_comm_t *comm = tmpl->comm;
-    cc_status_t err = (cc_status_t)atomic_load_explicit(&comm->error, memory_order_acquire);
+    cc_status_t err = cc__door_reentry(comm, tmpl->info.type);
+    if (err != CC_OK) {
+        release(tmpl, err);
+        return err;
+    }
+    err = (cc_status_t)atomic_load_explicit(&comm->error, memory_order_acquire);
     if (err != CC_OK) {
         cc_log_debug(CC_SUBSYS_CORE, "%s refused: communicator %s is broken (%s)",
                      cc_op_type_name(tmpl->info.type), comm->name, cc_status_name(err));
@@ -223,6 +239,7 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
 cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t parent_id,
                                cc_status_t (*action)(cc_comm_t *comm, void *arg), void *arg)
 {
+    CC_CHECK(cc__door_reentry(comm, type));
     cc__op_t op;
     cc__op_prepare(&op, comm, type);
     op.info.parent_comm_id = parent_id;

@@ -25,6 +25,13 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
  */
 cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts);
 
+/*
+ * CC_ERR_INVALID_USAGE (logged) when the calling thread is inside a hook run for an op of
+ * `comm`: an op of comm issued there would run the same hook again. Else CC_OK; costs one
+ * thread-local load when no hook runs.
+ */
+cc_status_t cc__door_reentry(cc_comm_t *comm, cc_op_type_t type);
+
 /* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
 cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);
 

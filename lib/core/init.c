@@ -12,27 +12,6 @@
 #include "log.h"
 #include "services.h"
 
-static cc_status_t check_config(const cc_comm_config_t *config, const char *fn)
-{
-    if (!config) return CC_OK;
-    if (config->struct_size < sizeof(cc_comm_config_t) || config->struct_size > 4096) {
-        cc_log_error(CC_SUBSYS_INIT, "%s: config->struct_size is %zu, expected %zu (start from "
-                     "CC_COMM_CONFIG_INIT)", fn, config->struct_size, sizeof(cc_comm_config_t));
-        return CC_ERR_INVALID_ARG;
-    }
-    if (config->timeout_ms < 0) {
-        cc_log_error(CC_SUBSYS_INIT, "%s: config->timeout_ms is %lld, must be >= 0", fn,
-                     (long long)config->timeout_ms);
-        return CC_ERR_INVALID_ARG;
-    }
-    if (config->device < CC_DEVICE_CPU) {
-        cc_log_error(CC_SUBSYS_INIT, "%s: config->device is %d, must be CC_DEVICE_CPU (-1) or a "
-                     "CUDA device ordinal", fn, config->device);
-        return CC_ERR_INVALID_ARG;
-    }
-    return CC_OK;
-}
-
 /* `hosts`: this rank starts the store (unless one listens at store_addr already). */
 static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *store_addr,
                               int hosts, const cc_comm_config_t *config)
@@ -52,7 +31,7 @@ static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *
         cc_log_error(CC_SUBSYS_INIT, "cc_comm_init: store_addr is %s", store_addr ? "empty" : "NULL");
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(check_config(config, "cc_comm_init"));
+    CC_CHECK(cc__comm_config_check(config, "cc_comm_init"));
     cc__log_set_rank(rank);
     cc__world_t *world = NULL;
     CC_CHECK(cc__world_join(rank, size, store_addr, hosts, &world));

@@ -128,6 +128,7 @@ cc_status_t cc_comm_split(cc_comm_t *parent, int color, int key, const cc_comm_c
                           cc_comm_t **child)
 {
     CC_CHECK(check_parent(parent, child, "cc_comm_split"));
+    CC_CHECK(cc__comm_config_check(config, "cc_comm_split"));
     if (color < CC_SPLIT_NOCOLOR) {
         cc_log_error(CC_SUBSYS_CORE, "cc_comm_split: color %d is negative (use CC_SPLIT_NOCOLOR, "
                      "-1, to opt out)", color);
@@ -173,6 +174,7 @@ cc_status_t cc_comm_create_group(cc_comm_t *parent, const int *ranks, int nranks
                                  const cc_comm_config_t *config, cc_comm_t **child)
 {
     CC_CHECK(check_parent(parent, child, "cc_comm_create_group"));
+    CC_CHECK(cc__comm_config_check(config, "cc_comm_create_group"));
     if (!ranks || nranks < 1 || nranks > parent->size) {
         cc_log_error(CC_SUBSYS_CORE, "cc_comm_create_group: ranks %p, nranks %d: need a list of 1 "
                      "to %d ranks", (const void *)ranks, nranks, parent->size);

@@ -50,10 +50,13 @@ cc_status_t cc__v_count(size_t count, cc_dtype_t dtype, size_t mult, size_t *byt
 {
     CC_CHECK(cc__v_dtype(dtype, fn));
     size_t es = cc_dtype_size(dtype), b;
-    if (__builtin_mul_overflow(count, es, &b) || (mult && b > SIZE_MAX / mult) ||
-        b > (size_t)INT64_MAX) {
-        cc_log_error(CC_SUBSYS_CORE, "%s: count %zu x %zu-byte %s (x %zu) overflows", fn, count, es,
-                     cc_dtype_name(dtype), mult);
+    /* The largest buffer holds `mult` blocks (one per rank): all of it must be addressable. */
+    if (!mult) mult = 1;
+    if (__builtin_mul_overflow(count, es, &b) || b > (size_t)INT64_MAX / mult) {
+        cc_log_error(CC_SUBSYS_CORE,
+                     "%s: count %zu x %zu-byte %s x %zu block%s is more than "
+                     "INT64_MAX bytes",
+                     fn, count, es, cc_dtype_name(dtype), mult, mult == 1 ? "" : "s");
         return CC_ERR_INVALID_ARG;
     }
     if (bytes) *bytes = b;

@@ -14,7 +14,8 @@ cc_status_t cc__v_comm(const cc_comm_t *comm, const char *fn);
 cc_status_t cc__v_dtype(cc_dtype_t dtype, const char *fn);
 /* dtype valid, op valid, and the pair supported (CC_ERR_NOT_SUPPORTED names it). */
 cc_status_t cc__v_redop(cc_dtype_t dtype, cc_redop_t op, const cc_op_opts_t *opts, const char *fn);
-/* count * size(dtype) * mult without overflow; *bytes = count * size (may be NULL). */
+/* count * size(dtype) * mult <= INT64_MAX (mult: blocks of count in the largest buffer, 0 = 1);
+ * *bytes = count * size (may be NULL). */
 cc_status_t cc__v_count(size_t count, cc_dtype_t dtype, size_t mult, size_t *bytes, const char *fn);
 /* buf non-NULL when count > 0. */
 cc_status_t cc__v_buf(const void *buf, size_t count, const char *what, const char *fn);

@@ -30,6 +30,7 @@ size_t cc__cnat_esize(const cc__op_t *op)
 static uint64_t deadline_gt(const cc__cnat_t *x)
 {
     if (!x->gt_offset || !x->cur) return 0; /* no GPU clock: the host's abort ends waits */
+    if (x->cur->deadline_ns > UINT64_MAX - WAIT_GRACE_NS) return 0; /* no deadline */
     return (uint64_t)((int64_t)(x->cur->deadline_ns + WAIT_GRACE_NS) + x->gt_offset);
 }
 

@@ -24,7 +24,14 @@ cc__chain_set_t cc__global_hooks;
 
 static _Atomic unsigned g_phase;
 static _Atomic long g_readers[2];
-static __thread int t_in_hook;
+
+/* The chains this thread is running, innermost first: one frame on the runner's stack per
+ * run, naming the set the op belongs to (the global hooks run for it too). */
+struct run_frame {
+    const cc__chain_set_t *set;
+    struct run_frame *up;
+};
+static __thread struct run_frame *t_runs;
 
 /* Writers: one at a time. The registry maps a handle to where its hook lives. */
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -55,7 +62,14 @@ void cc__hooks_read_unlock(int token)
 
 int cc__hooks_in_hook(void)
 {
-    return t_in_hook > 0;
+    return t_runs != NULL;
+}
+
+int cc__hooks_running(const cc__chain_set_t *set)
+{
+    for (const struct run_frame *f = t_runs; f; f = f->up)
+        if (f->set == set) return 1;
+    return 0;
 }
 
 /* Wait until no reader can hold a snapshot retired before this call. */
@@ -191,10 +205,11 @@ cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *
 {
     if (!cc__hooks_any(local, CC__HOOK_PRE)) return CC_OK;
     int tok = cc__hooks_read_lock();
-    t_in_hook++;
+    struct run_frame f = {local, t_runs};
+    t_runs = &f;
     cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op);
     if (st == CC_OK && local) st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op);
-    t_in_hook--;
+    t_runs = f.up;
     cc__hooks_read_unlock(tok);
     return st;
 }
@@ -211,10 +226,11 @@ void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t
 {
     if (!cc__hooks_any(local, kind)) return;
     int tok = cc__hooks_read_lock();
-    t_in_hook++;
+    struct run_frame f = {local, t_runs};
+    t_runs = &f;
     run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op);
     if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op);
-    t_in_hook--;
+    t_runs = f.up;
     cc__hooks_read_unlock(tok);
 }
 
@@ -234,9 +250,10 @@ void cc__hooks_run_abort(const cc__chain_set_t *local, const cc_abort_info_t *in
 {
     if (!cc__hooks_any(local, CC__HOOK_ABORT)) return;
     int tok = cc__hooks_read_lock();
-    t_in_hook++;
+    struct run_frame f = {local, t_runs};
+    t_runs = &f;
     run_abort_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_ABORT].snap), info, signal_ctx);
     if (local) run_abort_snap(atomic_load(&local->chain[CC__HOOK_ABORT].snap), info, signal_ctx);
-    t_in_hook--;
+    t_runs = f.up;
     cc__hooks_read_unlock(tok);
 }

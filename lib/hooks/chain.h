@@ -76,6 +76,13 @@ void cc__hooks_read_unlock(int token);
 int cc__hooks_in_hook(void);
 
 /*
+ * 1 while the calling thread runs hooks for an op of `set`'s owner (its own chains or the
+ * global ones), at any depth. The core refuses ops of that owner then: they would run the
+ * same hooks again, without end. One thread-local load when no hook runs.
+ */
+int cc__hooks_running(const cc__chain_set_t *set);
+
+/*
  * Run the chains of a kind: the global set first, then `local` (may be
  * NULL). The PRE runner stops at the first veto and returns it; others
  * return nothing. The abort runner with signal_ctx != 0 runs only hooks

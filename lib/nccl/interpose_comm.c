@@ -254,7 +254,9 @@ IX_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     int gone = atomic_load(&ix->aborted) != CC_OK;
     ncclResult_t r = ncclSuccess;
     if (!gone) {
-        cc__tracker_drain(&ix->owner, cc__now_ns() + (uint64_t)cc__cfg()->timeout * 1000000000ull);
+        int64_t t = cc__cfg()->timeout; /* seconds; saturated: a huge one means no deadline */
+        cc__tracker_drain(&ix->owner,
+                          cc__deadline_after_ms(t > INT64_MAX / 1000 ? INT64_MAX : t * 1000));
         /* The real teardown happens once: here, or in an abort that won the race. */
         int expected = CC_OK;
         if (atomic_compare_exchange_strong(&ix->aborted, &expected, (int)CC_ERR_INVALID_USAGE))

@@ -2,8 +2,9 @@
  * test_comm_args.c - bad input gets its specific status (and a log line),
  * nothing is enqueued, nothing crashes or hangs: NULL pointers, count x size
  * overflow, invalid dtype/op/rank/peer/tag/opts, a bitwise op on floats,
- * overlapping buffers, a destroyed communicator, bad init arguments, a
- * mismatched world size, an unreachable store, a port in use.
+ * overlapping buffers, a destroyed communicator, bad init arguments, bad
+ * child configs for split and create_group, a mismatched world size, an unreachable store, a port
+ * in use.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -111,6 +112,42 @@ static void test_init_arguments(void **s)
     assert_null(c);
 }
 
+/* split and create_group check a child's config as init does, before the door (no PRE hook
+ * runs) and before any plugin is loaded (device -7 gave NOT_SUPPORTED from the CUDA plugin). */
+static void test_child_config(void **s)
+{
+    (void)s;
+    cc_comm_t *c = solo(), *child = NULL;
+    cc_hook_handle_t h;
+    assert_int_equal(cc_hook_add_pre(c, count_pre, NULL, 0, &h), CC_OK);
+    int me = 0, pre0 = pre_count;
+    cc_comm_config_t bad[6];
+    for (int i = 0; i < 6; i++)
+        bad[i] = (cc_comm_config_t)CC_COMM_CONFIG_INIT;
+    bad[0].timeout_ms = -5;
+    bad[1].device = -7;
+    bad[2].struct_size = 1;
+    bad[3].struct_size = 1u << 20;
+    bad[4].engine = "warp-drive";
+    bad[5].transport = "carrier-pigeon";
+    for (int i = 0; i < 6; i++) {
+        child = (cc_comm_t *)(void *)&me;
+        assert_int_equal(cc_comm_split(c, 0, 0, &bad[i], &child), CC_ERR_INVALID_ARG);
+        assert_ptr_equal(child, (void *)&me); /* outputs are set on success only */
+        assert_int_equal(cc_comm_create_group(c, &me, 1, &bad[i], &child), CC_ERR_INVALID_ARG);
+        assert_ptr_equal(child, &me);
+        cc_comm_t *w = NULL;
+        assert_int_equal(cc_comm_init(&w, 0, 1, "127.0.0.1:0", &bad[i]), CC_ERR_INVALID_ARG);
+    }
+    assert_int_equal(pre_count, pre0); /* refused before the door */
+    assert_int_equal(cc_comm_get_error(c), CC_OK);
+    cc_comm_config_t good = CC_COMM_CONFIG_INIT;
+    good.timeout_ms = 5000;
+    assert_int_equal(cc_comm_split(c, 0, 0, &good, &child), CC_OK);
+    assert_int_equal(cc_comm_destroy(child), CC_OK);
+    assert_int_equal(cc_comm_destroy(c), CC_OK);
+}
+
 static void test_unreachable_store(void **s)
 {
     (void)s;
@@ -173,9 +210,9 @@ int main(void)
 {
     setenv("CCOMM_LOG_LEVEL", "NONE", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_op_arguments),      cmocka_unit_test(test_init_arguments),
-        cmocka_unit_test(test_unreachable_store), cmocka_unit_test(test_port_in_use),
-        cmocka_unit_test(test_world_size_mismatch),
+        cmocka_unit_test(test_op_arguments), cmocka_unit_test(test_init_arguments),
+        cmocka_unit_test(test_child_config), cmocka_unit_test(test_unreachable_store),
+        cmocka_unit_test(test_port_in_use),  cmocka_unit_test(test_world_size_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,10 @@
  *    and not before the data arrived;
  *  - a PRE hook vetoes an op: the call returns the veto, POST sees it;
  *  - lifecycle events (init, split, destroy) pass the same chains;
- *  - four threads add and remove hooks while the main thread runs ops.
+ *  - four threads add and remove hooks while the main thread runs ops;
+ *  - an op, async or grouped, a split or a destroy issued from inside a hook
+ *    of the same communicator is CC_ERR_INVALID_USAGE (it recursed until the
+ *    stack overflowed); another comm's op is fine; abort stays allowed.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -163,11 +166,148 @@ static void test_hooks_churn(void **st)
     assert_int_equal(cc_test_fork_ranks(2, churn_rank, NULL, 90, NULL, NULL), 0);
 }
 
+/* --- ops issued from inside a hook --- */
+
+/* What the re-entering hooks saw. The depth guard stops the recursion of the old code
+ * before the stack overflows, so that the test fails with a message. */
+struct reenter {
+    cc_comm_t *target; /* where the hook issues its op; NULL = the op's own comm */
+    int depth, max_depth, runs;
+    cc_status_t inner; /* what the op issued from the hook returned */
+};
+
+static void reenter(struct reenter *r, const cc_op_info_t *op)
+{
+    if (r->depth >= 20) return;
+    r->depth++, r->runs++;
+    if (r->depth > r->max_depth) r->max_depth = r->depth;
+    r->inner = cc_barrier(r->target ? r->target : op->comm, NULL, NULL);
+    r->depth--;
+}
+
+static cc_status_t reenter_pre(const cc_op_info_t *op, void *u)
+{
+    reenter(u, op);
+    return CC_OK;
+}
+
+static void reenter_post(const cc_op_info_t *op, void *u)
+{
+    if (op->type < CC_OP_COMM_INIT) reenter(u, op);
+}
+
+/* A PRE hook that tries every kind of call on its own communicator. */
+struct misuse {
+    cc_status_t split, group, destroy, async, grouped, abort;
+    int runs;
+};
+
+static cc_status_t misuse_pre(const cc_op_info_t *op, void *u)
+{
+    struct misuse *m = u;
+    if (op->type != CC_OP_ALLREDUCE || m->runs++) return CC_OK;
+    cc_comm_t *c = op->comm, *child = NULL;
+    int zero = 0;
+    float x = 1;
+    cc_work_t *w = NULL;
+    m->split = cc_comm_split(c, 0, 0, NULL, &child);
+    m->group = cc_comm_create_group(c, &zero, 1, NULL, &child);
+    m->destroy = cc_comm_destroy(c);
+    m->async = cc_allreduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM, NULL, &w);
+    if (cc_group_start() == CC_OK) {
+        m->grouped = cc_send(c, &x, 1, CC_FLOAT32, 0, NULL, NULL);
+        cc_group_end(NULL, NULL);
+    }
+    if (child || w) m->runs = 100; /* nothing may have been made */
+    return CC_OK;
+}
+
+static cc_status_t abort_pre(const cc_op_info_t *op, void *u)
+{
+    struct misuse *m = u;
+    if (op->type == CC_OP_BARRIER && !m->runs++) m->abort = cc_comm_abort(op->comm);
+    return CC_OK;
+}
+
+#define REENTERED_ONCE(r, what)                                                                    \
+    CC_TEST_REQUIRE((r).max_depth == 1 && (r).inner == CC_ERR_INVALID_USAGE,                       \
+                    what ": the hook ran %d deep, its op returned %s", (r).max_depth,              \
+                    cc_status_name((r).inner))
+
+static int reenter_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *a = NULL, *b = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&a, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_comm_split(a, 0, rank, NULL, &b) == CC_OK, "split");
+    float x = 1, y = 0;
+    cc_hook_handle_t h, h2;
+    /* PRE and POST hooks of the comm, and a hook of every comm: the op is refused inside. */
+    struct reenter pre = {0}, post = {0}, all = {0};
+    CC_TEST_REQUIRE(cc_hook_add_pre(a, reenter_pre, &pre, 0, &h) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    REENTERED_ONCE(pre, "PRE hook of the comm");
+    cc_hook_remove(h);
+    CC_TEST_REQUIRE(cc_hook_add_post(a, reenter_post, &post, 0, &h) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    REENTERED_ONCE(post, "POST hook of the comm");
+    cc_hook_remove(h);
+    CC_TEST_REQUIRE(cc_hook_add_pre(NULL, reenter_pre, &all, 0, &h) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    REENTERED_ONCE(all, "PRE hook of every comm");
+    cc_hook_remove(h);
+    /* Another comm's op is fine; one back on the first comm from the second's hook is not. */
+    struct reenter to_b = {b, 0, 0, 0, CC_OK}, back = {a, 0, 0, 0, CC_OK};
+    CC_TEST_REQUIRE(cc_hook_add_pre(a, reenter_pre, &to_b, 0, &h) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    CC_TEST_REQUIRE(to_b.runs == 1 && to_b.inner == CC_OK, "op on another comm from a hook: %s",
+                    cc_status_name(to_b.inner));
+    CC_TEST_REQUIRE(cc_hook_add_pre(b, reenter_pre, &back, 0, &h2) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    REENTERED_ONCE(back, "a -> b -> a");
+    CC_TEST_REQUIRE(to_b.inner == CC_OK, "b's barrier from a's hook: %s",
+                    cc_status_name(to_b.inner));
+    cc_hook_remove(h), cc_hook_remove(h2);
+    /* Lifecycle calls, async and grouped ops: refused too, nothing made. */
+    struct misuse m = {0};
+    CC_TEST_REQUIRE(cc_hook_add_pre(a, misuse_pre, &m, 0, &h) == CC_OK, "add");
+    CC_TEST_REQUIRE(cc_allreduce(a, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+    cc_hook_remove(h);
+    CC_TEST_REQUIRE(m.runs == 1, "hook ran %d times (or made a comm or work)", m.runs);
+    cc_status_t want = CC_ERR_INVALID_USAGE;
+    CC_TEST_REQUIRE(m.split == want && m.group == want && m.destroy == want && m.async == want &&
+                        m.grouped == want,
+                    "from a hook: split %s, create_group %s, destroy %s, async %s, grouped %s",
+                    cc_status_name(m.split), cc_status_name(m.group), cc_status_name(m.destroy),
+                    cc_status_name(m.async), cc_status_name(m.grouped));
+    CC_TEST_REQUIRE(cc_comm_get_error(a) == CC_OK, "refusals broke the comm");
+    /* cc_comm_abort stays allowed from anywhere: it fails the comm without passing the door. */
+    struct misuse ab = {0};
+    CC_TEST_REQUIRE(cc_hook_add_pre(b, abort_pre, &ab, 0, &h) == CC_OK, "add");
+    cc_status_t st = cc_barrier(b, NULL, NULL);
+    CC_TEST_REQUIRE(ab.runs == 1 && ab.abort == CC_OK && st == CC_ERR_ABORTED &&
+                        cc_comm_get_error(b) == CC_ERR_ABORTED,
+                    "abort from a hook: hook ran %d times, abort %s, barrier %s", ab.runs,
+                    cc_status_name(ab.abort), cc_status_name(st));
+    cc_hook_remove(h);
+    cc_comm_destroy(b);
+    CC_TEST_REQUIRE(cc_comm_destroy(a) == CC_OK, "destroy");
+    return 0;
+}
+
+static void test_ops_from_hooks(void **st)
+{
+    (void)st;
+    const char *env[] = {"CCOMM_LOG_LEVEL=NONE", NULL};
+    assert_int_equal(cc_test_fork_ranks(1, reenter_rank, NULL, 60, env, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hooks_in_a_job),
         cmocka_unit_test(test_hooks_churn),
+        cmocka_unit_test(test_ops_from_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
