@@ -47,6 +47,7 @@ static struct {
     cc__store_t *store;          /* own connection: never shares a lock with the op path */
     int rank, size;
     char job_id[128];
+    char store_addr[300];        /* where `store` connects (the first world's store) */
     int64_t seen_gen;            /* last job-wide dump request handled */
     uint64_t *hb_value;          /* per world rank: last heartbeat seen */
     uint64_t *hb_changed_ns;     /* when it last changed */
@@ -268,6 +269,11 @@ static void on_abort(const cc_abort_info_t *info, void *user)
     }
 }
 
+int cc__watchdog_uses_store(const char *store_addr)
+{
+    return wd.started && wd.store && strcmp(wd.store_addr, store_addr) == 0;
+}
+
 cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
 {
     if (wd.started) return CC_OK;
@@ -280,6 +286,7 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
     if (!wd.hb_value || !wd.hb_changed_ns || wd.efd < 0) goto fail;
     if (cc__store_connect(world->store_addr, world->job_key, STORE_TIMEOUT_MS, &wd.store) != CC_OK)
         goto fail;
+    snprintf(wd.store_addr, sizeof(wd.store_addr), "%s", world->store_addr);
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
     cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
     if (cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook) != CC_OK) goto fail;

@@ -14,6 +14,9 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int world_rank, int world_siz
 void cc__watchdog_request_dump(const char *reason);
 /* The same from a signal handler: async-signal-safe. */
 void cc__watchdog_signal_dump(void);
+/* 1 if the watchdog's own store connection goes to `store_addr` (the store of the first
+ * world): a store host that waits for its clients to leave must not wait for that one. */
+int cc__watchdog_uses_store(const char *store_addr);
 /* Wake the watchdog (async-signal-safe). */
 void cc__watchdog_poke(void);
 

@@ -14,6 +14,7 @@
 #include "comm.h"
 #include "config.h"
 #include "log.h"
+#include "watchdog.h"
 
 /* Split "host:port"; IPv6 as "[addr]:port". */
 static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)
@@ -219,16 +220,18 @@ fail:
 static void linger(cc__world_t *w)
 {
     uint64_t start = cc__now_ns(), limit = (uint64_t)cc__cfg()->store_linger * 1000000000ull;
+    /* This process's own watchdog stays connected until exit: it is not a peer to wait for. */
+    size_t own = (size_t)cc__watchdog_uses_store(w->store_addr);
     size_t n = cc__store_server_clients(w->server);
-    if (!n) return;
+    if (n <= own) return;
     cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store: waiting up to %lld s for %zu rank(s) to disconnect",
                  (long long)cc__cfg()->store_linger, n);
-    while ((n = cc__store_server_clients(w->server)) > 0 && cc__now_ns() - start < limit)
+    while ((n = cc__store_server_clients(w->server)) > own && cc__now_ns() - start < limit)
         usleep(10000);
-    if (n)
+    if (n > own)
         cc_log_warn(CC_SUBSYS_BOOTSTRAP, "store: stopping with %zu rank(s) still connected after "
                     "%lld s (CCOMM_STORE_LINGER): their next store call fails",
-                    n, (long long)cc__cfg()->store_linger);
+                    n - own, (long long)cc__cfg()->store_linger);
 }
 
 void cc__world_release(cc__world_t *w)
