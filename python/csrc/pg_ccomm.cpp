@@ -99,14 +99,33 @@ std::string ProcessGroupCcomm::lastAbort() const
     return abort_msg_;
 }
 
+/* Where the watchdog wrote this job's dumps, for the error text: "<dump dir>/<job id>", the
+ * job id being the folder of the ring file. */
+static std::string dumpHint()
+{
+    const char *ring = cc_recorder_ring_path();
+    const char *dir = cc_env_effective("CCOMM_DUMP_DIR");
+    if (!ring || !dir) return "";
+    std::string r(ring);
+    size_t slash = r.rfind('/');
+    size_t prev = slash == std::string::npos || slash == 0 ? std::string::npos : r.rfind('/', slash - 1);
+    if (prev == std::string::npos) return "";
+    std::string job = r.substr(prev + 1, slash - prev - 1);
+    return "; every rank's flight recorder is dumped under " + std::string(dir) + "/" + job +
+           " (run `ccdump diagnose " + std::string(dir) + "/" + job + "`)";
+}
+
 std::string ProcessGroupCcomm::errorText(const char *what, cc_status_t st) const
 {
     std::ostringstream s;
     s << "ccomm: " << what << " on process group " << name_ << " (rank " << getRank() << " of "
       << getSize() << ") failed: " << cc_status_name(st) << " (" << cc_status_str(st) << ")";
     std::string why = lastAbort();
-    if (!why.empty()) s << ": " << why;
-    else if (CC_STATUS_IS_CALL_ERROR(st)) s << "; the ccomm log line above names the argument";
+    if (!why.empty() && why != cc_status_str(st)) s << ": " << why;
+    if (CC_STATUS_IS_CALL_ERROR(st) && why.empty())
+        s << "; the ccomm log line above names the argument";
+    else if (!CC_STATUS_IS_CALL_ERROR(st))
+        s << "; the process group is broken: later calls on it fail at once" << dumpHint();
     return s.str();
 }
 
