@@ -256,7 +256,7 @@ void ProcessGroupCcomm::startCoalescing()
 
 /* batch_isend_irecv: the sends and receives issued since startCoalescing run as one ccomm
  * group, so any order on any rank completes; each keeps its own Work. */
-void ProcessGroupCcomm::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs)
+void ProcessGroupCcomm::issueCoalesced()
 {
     TORCH_CHECK(coalescing_, "ccomm: endCoalescing without startCoalescing on process group ",
                 name_);
@@ -265,8 +265,9 @@ void ProcessGroupCcomm::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>
     cc_status_t st = cc_group_end(nullptr, &gw);
     std::vector<c10::intrusive_ptr<WorkCcomm>> members;
     members.swap(coalesced_);
+    /* Members end with the group; their own handles carry their statuses. */
+    cc_work_free(gw);
     if (st != CC_OK) {
-        cc_work_free(gw);
         for (auto &m : members) {
             cc_work_wait(m->cw, -1); /* ended with the group's status */
             cc_work_free(m->cw);
@@ -275,14 +276,30 @@ void ProcessGroupCcomm::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>
         }
         TORCH_CHECK(false, errorText("batch_isend_irecv", st));
     }
-    /* Members end with the group; their own handles carry their statuses. */
-    cc_work_free(gw);
     {
         std::lock_guard<std::mutex> l(mu_);
         for (auto &m : members) queue_.push_back(m);
+        last_coalesced_ = members.empty() ? c10::intrusive_ptr<WorkCcomm>() : members.back();
     }
     cv_.notify_one();
-    (void)reqs; /* the same Work objects the sends and receives returned */
 }
+
+#if CCOMM_TORCH2
+c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::endCoalescing()
+{
+    issueCoalesced();
+    /* Members complete in order, so the last one's Work stands for the batch. */
+    if (last_coalesced_) return last_coalesced_;
+    auto w = newWork(c10d::OpType::COALESCED, {});
+    w->complete(""); /* an empty batch */
+    return w;
+}
+#else
+void ProcessGroupCcomm::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs)
+{
+    (void)reqs; /* the same Work objects the sends and receives returned */
+    issueCoalesced();
+}
+#endif
 
 } // namespace ccomm_torch

@@ -85,7 +85,13 @@ class ProcessGroupCcomm : public PGBase {
     const std::string &name() const { return name_; }
 
     void startCoalescing() override;
+#if CCOMM_TORCH2
+    /* torch 2.x: the batch's single Work is returned by endCoalescing (not built here:
+     * Debian ships 1.13; see docs/pytorch.md). */
+    c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+#else
     void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &reqs) override;
+#endif
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                              const c10d::BroadcastOptions &opts) override;
@@ -149,6 +155,8 @@ class ProcessGroupCcomm : public PGBase {
     c10::intrusive_ptr<c10d::Work> submit(const c10::intrusive_ptr<WorkCcomm> &w,
                                           cc_status_t st, const char *what);
     std::string errorText(const char *what, cc_status_t st) const;
+    /* Issue the coalesced sends and receives; their Works join the queue. */
+    void issueCoalesced();
     void completionLoop();
     void runPostHooks(const cc_op_info_t &info);
     static void abortHook(const cc_abort_info_t *info, void *user);
@@ -166,6 +174,7 @@ class ProcessGroupCcomm : public PGBase {
 
     bool coalescing_ = false;
     std::vector<c10::intrusive_ptr<WorkCcomm>> coalesced_;
+    c10::intrusive_ptr<WorkCcomm> last_coalesced_; /* torch 2.x: the batch's Work */
 
     mutable std::mutex abort_mu_;
     std::string abort_msg_;
