@@ -13,6 +13,8 @@
  */
 #include "pg_ccomm.hpp"
 
+#include <algorithm>
+
 namespace ccomm_torch {
 
 using c10d::OpType;
@@ -165,7 +167,7 @@ WorkPtr ProcessGroupCcomm::allreduce(std::vector<at::Tensor> &tensors,
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
     return submit(w, cc_allreduce(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op, &o,
-                                  &w->cw),
+                                  slot(w, buf.nbytes())),
                   "all_reduce");
 }
 
@@ -214,7 +216,7 @@ WorkPtr ProcessGroupCcomm::broadcast(std::vector<at::Tensor> &tensors,
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w, cc_broadcast(comm_, buf.data_ptr(), buf.data_ptr(), f.count, f.dt,
-                                  (int)opts.rootRank, &o, &w->cw),
+                                  (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "broadcast");
 }
 
@@ -233,7 +235,7 @@ WorkPtr ProcessGroupCcomm::reduce(std::vector<at::Tensor> &tensors, const c10d::
     if (staged && root) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
     return submit(w, cc_reduce(comm_, buf.data_ptr(), root ? buf.data_ptr() : nullptr, buf.numel(),
-                               dt, op, (int)opts.rootRank, &o, &w->cw),
+                               dt, op, (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "reduce");
 }
 
@@ -274,7 +276,7 @@ WorkPtr ProcessGroupCcomm::allgather(std::vector<std::vector<at::Tensor>> &outpu
     w->finish_fn = unpackTo(outs, packed);
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_allgather(comm_, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o, &w->cw),
+    return submit(w, cc_allgather(comm_, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o, slot(w, packed.nbytes())),
                   "all_gather");
 }
 
@@ -297,7 +299,7 @@ WorkPtr ProcessGroupCcomm::_allgather_base(at::Tensor &output, at::Tensor &input
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_allgather(comm_, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o, &w->cw),
+    return submit(w, cc_allgather(comm_, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o, slot(w, dst.nbytes())),
                   "all_gather_into_tensor");
 }
 
@@ -371,7 +373,7 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w, cc_gather(comm_, src.data_ptr(), dst, f.count, f.dt, (int)opts.rootRank, &o,
-                               &w->cw),
+                               slot(w, src.nbytes() * getSize())),
                   "gather");
 }
 
@@ -412,7 +414,7 @@ WorkPtr ProcessGroupCcomm::scatter(std::vector<at::Tensor> &outputs,
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w, cc_scatter(comm_, root ? packed.data_ptr() : nullptr, dst.data_ptr(), f.count,
-                                f.dt, (int)opts.rootRank, &o, &w->cw),
+                                f.dt, (int)opts.rootRank, &o, slot(w, dst.nbytes() * getSize())),
                   "scatter");
 }
 
@@ -437,7 +439,7 @@ WorkPtr ProcessGroupCcomm::reduce_scatter(std::vector<at::Tensor> &outputs,
     if (staged) w->finish_fn = [out, dst]() mutable { out.copy_(dst); };
     coll_issued_++;
     return submit(w, cc_reduce_scatter(comm_, packed.data_ptr(), dst.data_ptr(), dst.numel(), dt,
-                                       op, &o, &w->cw),
+                                       op, &o, slot(w, packed.nbytes())),
                   "reduce_scatter");
 }
 
@@ -461,7 +463,7 @@ WorkPtr ProcessGroupCcomm::_reduce_scatter_base(at::Tensor &output, at::Tensor &
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     coll_issued_++;
     return submit(w, cc_reduce_scatter(comm_, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
-                                       &o, &w->cw),
+                                       &o, slot(w, src.nbytes())),
                   "reduce_scatter_tensor");
 }
 
@@ -516,7 +518,7 @@ WorkPtr ProcessGroupCcomm::alltoall_base(at::Tensor &output, at::Tensor &input,
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w, cc_alltoallv(comm_, src.data_ptr(), dst.data_ptr(), sc.data(), nullptr,
-                                  rc.data(), nullptr, dt, &o, &w->cw),
+                                  rc.data(), nullptr, dt, &o, slot(w, std::max(src.nbytes(), dst.nbytes()))),
                   "all_to_all_single");
 }
 
@@ -544,7 +546,7 @@ WorkPtr ProcessGroupCcomm::alltoall(std::vector<at::Tensor> &outputs, std::vecto
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w, cc_alltoallv(comm_, packed.data_ptr(), recv.data_ptr(), sc.data(), nullptr,
-                                  rc.data(), nullptr, CC_UINT8, &o, &w->cw),
+                                  rc.data(), nullptr, CC_UINT8, &o, slot(w, packed.nbytes())),
                   "all_to_all");
 }
 
@@ -553,7 +555,7 @@ WorkPtr ProcessGroupCcomm::barrier(const c10d::BarrierOptions &opts)
     auto w = newWork(OpType::BARRIER, {});
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_barrier(comm_, &o, &w->cw), "barrier");
+    return submit(w, cc_barrier(comm_, &o, slot(w, 0)), "barrier");
 }
 
 void ProcessGroupCcomm::monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks)

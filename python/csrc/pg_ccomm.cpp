@@ -129,9 +129,34 @@ std::string ProcessGroupCcomm::errorText(const char *what, cc_status_t st) const
     return s.str();
 }
 
+cc_work_t **ProcessGroupCcomm::slot(const c10::intrusive_ptr<WorkCcomm> &w, size_t bytes)
+{
+    bool hooks;
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        hooks = !post_hooks_.empty();
+    }
+    w->inline_op = bytes <= kInlineBytes && !hooks && !coalescing_;
+    return w->inline_op ? nullptr : &w->cw;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::submit(const c10::intrusive_ptr<WorkCcomm> &w,
                                                         cc_status_t st, const char *what)
 {
+    if (w->inline_op && !CC_STATUS_IS_CALL_ERROR(st)) {
+        /* It ran: end the Work now, an error included (wait() raises it, as for any op). */
+        /* Inline ops are collectives, numbered as ccomm numbers them: every collective of
+         * the communicator passes this group, one ccomm call per method. */
+        std::string err = st == CC_OK ? ""
+                                      : errorText((std::string(what) + " (collective #" +
+                                                   std::to_string(coll_issued_) + ")").c_str(),
+                                                  st);
+        if (st == CC_OK && w->finish_fn) w->finish_fn();
+        w->finish_fn = nullptr;
+        w->keep.clear();
+        w->complete(err);
+        return w;
+    }
     if (st != CC_OK) {
         cc_work_free(w->cw);
         w->cw = nullptr;

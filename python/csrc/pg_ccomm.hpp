@@ -68,6 +68,7 @@ class WorkCcomm : public c10d::Work {
     std::vector<at::Tensor> keep;        /* staging buffers and inputs the op borrows */
     std::function<void()> finish_fn;     /* copies staged results out, on success */
     int src_rank = -1;                   /* recv: the peer */
+    bool inline_op = false;              /* ran on the caller's thread (see slot()) */
 
   private:
     std::vector<at::Tensor> outputs_;
@@ -151,6 +152,15 @@ class ProcessGroupCcomm : public PGBase {
     /* A new work with its op's options; `what` names the op in errors. */
     c10::intrusive_ptr<WorkCcomm> newWork(c10d::OpType type, std::vector<at::Tensor> outputs);
     cc_op_opts_t opOpts(std::chrono::milliseconds timeout, int tag = 0) const;
+    /*
+     * Where the ccomm call puts its work handle: &w->cw (the op runs in the background and
+     * the completion thread ends the Work), or NULL for a small collective (kInlineBytes or
+     * less) when no Python post hook needs its record: the op then runs on the caller's
+     * thread and the Work is complete when the call returns. A small op is all latency;
+     * two thread handoffs cost more than the op.
+     */
+    cc_work_t **slot(const c10::intrusive_ptr<WorkCcomm> &w, size_t bytes);
+    static constexpr size_t kInlineBytes = 64 * 1024;
     /* Enqueue a work whose ccomm call returned `st` (throws on error, nothing queued). */
     c10::intrusive_ptr<c10d::Work> submit(const c10::intrusive_ptr<WorkCcomm> &w,
                                           cc_status_t st, const char *what);
