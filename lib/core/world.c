@@ -229,7 +229,8 @@ static void linger(cc__world_t *w)
     while ((n = cc__store_server_clients(w->server)) > own && cc__now_ns() - start < limit)
         usleep(10000);
     if (n > own)
-        cc_log_warn(CC_SUBSYS_BOOTSTRAP, "store: stopping with %zu rank(s) still connected after "
+        cc_log_warn(CC_SUBSYS_BOOTSTRAP,
+                    "store: stopping with %zu rank(s) still connected after "
                     "%lld s (CCOMM_STORE_LINGER): their next store call fails",
                     n - own, (long long)cc__cfg()->store_linger);
 }

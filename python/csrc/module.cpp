@@ -11,7 +11,8 @@
 namespace py = pybind11;
 using ccomm_torch::ProcessGroupCcomm;
 
-namespace {
+namespace
+{
 
 c10::intrusive_ptr<ccomm_torch::PGBase> wrap(cc_comm_t *comm, const std::string &name)
 {
@@ -39,9 +40,9 @@ c10::intrusive_ptr<ccomm_torch::PGBase> newWorld(int rank, int size, const std::
         cc_comm_config_t c = config(name, timeout_ms, transport);
         st = cc_comm_init(&comm, rank, size, addr.c_str(), &c);
     }
-    TORCH_CHECK(st == CC_OK, "ccomm: joining process group ", name, " as rank ", rank, " of ",
-                size, " at store ", addr, " failed: ", cc_status_name(st), " (",
-                cc_status_str(st), "); the ccomm log line above says why");
+    TORCH_CHECK(st == CC_OK, "ccomm: joining process group ", name, " as rank ", rank, " of ", size,
+                " at store ", addr, " failed: ", cc_status_name(st), " (", cc_status_str(st),
+                "); the ccomm log line above says why");
     return wrap(comm, name);
 }
 
@@ -53,9 +54,9 @@ ProcessGroupCcomm *asCcomm(const c10::intrusive_ptr<ccomm_torch::PGBase> &pg, co
     return p;
 }
 
-c10::intrusive_ptr<ccomm_torch::PGBase> newSubgroup(const c10::intrusive_ptr<ccomm_torch::PGBase> &parent,
-                                                    std::vector<int> ranks, int64_t timeout_ms,
-                                                    const std::string &name)
+c10::intrusive_ptr<ccomm_torch::PGBase>
+newSubgroup(const c10::intrusive_ptr<ccomm_torch::PGBase> &parent, std::vector<int> ranks,
+            int64_t timeout_ms, const std::string &name)
 {
     ProcessGroupCcomm *p = asCcomm(parent, "parent");
     cc_comm_t *comm = nullptr;
@@ -85,7 +86,8 @@ py::object record(const cc_op_info_t &i)
     d["in_count"] = i.in_count;
     d["out_count"] = i.out_count;
     d["bytes"] = i.bytes;
-    d["dtype"] = i.dtype < CC_DTYPE_COUNT ? py::object(py::str(cc_dtype_name(i.dtype))) : py::none();
+    d["dtype"] =
+        i.dtype < CC_DTYPE_COUNT ? py::object(py::str(cc_dtype_name(i.dtype))) : py::none();
     d["op"] = i.redop < CC_REDOP_COUNT ? py::object(py::str(cc_redop_name(i.redop))) : py::none();
     d["status"] = cc_status_name(i.status);
     d["duration_us"] = (i.t_start_ns && i.t_end_ns >= i.t_start_ns)
@@ -122,8 +124,8 @@ PYBIND11_MODULE(_C, m)
     py::module::import("torch.distributed");
     m.def("new_world", &newWorld, py::arg("rank"), py::arg("size"), py::arg("store_addr"),
           py::arg("timeout_ms"), py::arg("name"), py::arg("transport") = "");
-    m.def("new_subgroup", &newSubgroup, py::arg("parent"), py::arg("ranks"),
-          py::arg("timeout_ms"), py::arg("name"));
+    m.def("new_subgroup", &newSubgroup, py::arg("parent"), py::arg("ranks"), py::arg("timeout_ms"),
+          py::arg("name"));
     m.def("add_pre_hook", [](const c10::intrusive_ptr<ccomm_torch::PGBase> &pg, py::function fn) {
         asCcomm(pg, "group")->addPreHook(pyHook(std::move(fn)));
     });
@@ -143,8 +145,8 @@ PYBIND11_MODULE(_C, m)
             py::gil_scoped_release nogil;
             st = cc_recorder_dump(p.empty() ? nullptr : p.c_str());
         }
-        TORCH_CHECK(st == CC_OK, "ccomm: dump", p.empty() ? "" : " to ", p, " failed: ",
-                    cc_status_name(st), " (", cc_status_str(st), ")");
+        TORCH_CHECK(st == CC_OK, "ccomm: dump", p.empty() ? "" : " to ", p,
+                    " failed: ", cc_status_name(st), " (", cc_status_str(st), ")");
     });
     m.def("ring_path", []() -> py::object {
         const char *p = cc_recorder_ring_path();

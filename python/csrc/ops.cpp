@@ -15,7 +15,8 @@
 
 #include <algorithm>
 
-namespace ccomm_torch {
+namespace ccomm_torch
+{
 
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
@@ -40,16 +41,26 @@ void checkCpuTensor(const at::Tensor &t, const char *arg)
 static cc_dtype_t mapDtype(at::ScalarType st)
 {
     switch (st) {
-    case at::kFloat: return CC_FLOAT32;
-    case at::kDouble: return CC_FLOAT64;
-    case at::kHalf: return CC_FLOAT16;
-    case at::kBFloat16: return CC_BFLOAT16;
-    case at::kChar: return CC_INT8;
-    case at::kByte: return CC_UINT8;
-    case at::kBool: return CC_UINT8;
-    case at::kInt: return CC_INT32;
-    case at::kLong: return CC_INT64;
-    default: return CC_DTYPE_COUNT;
+    case at::kFloat:
+        return CC_FLOAT32;
+    case at::kDouble:
+        return CC_FLOAT64;
+    case at::kHalf:
+        return CC_FLOAT16;
+    case at::kBFloat16:
+        return CC_BFLOAT16;
+    case at::kChar:
+        return CC_INT8;
+    case at::kByte:
+        return CC_UINT8;
+    case at::kBool:
+        return CC_UINT8;
+    case at::kInt:
+        return CC_INT32;
+    case at::kLong:
+        return CC_INT64;
+    default:
+        return CC_DTYPE_COUNT;
     }
 }
 
@@ -70,8 +81,8 @@ static bool isFloat(at::ScalarType st)
 
 static const char *opName(c10d::ReduceOp::RedOpType o)
 {
-    static const char *const n[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
-                                    "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+    static const char *const n[] = {"SUM",  "AVG", "PRODUCT", "MIN",       "MAX",
+                                    "BAND", "BOR", "BXOR",    "PREMUL_SUM"};
     return o < 9 ? n[o] : "UNUSED";
 }
 
@@ -84,25 +95,35 @@ cc_redop_t toCcRedop(const c10d::ReduceOp &op, at::ScalarType st, double *premul
         TORCH_CHECK_VALUE(false, "ccomm: op ReduceOp.", opName(o), " is not defined for dtype ", st,
                           " (bitwise ops take integer or bool tensors)");
     if (b && (o == c10d::ReduceOp::AVG || o == c10d::ReduceOp::PREMUL_SUM))
-        TORCH_CHECK_VALUE(false, "ccomm: op ReduceOp.", opName(o), " is not defined for dtype ", st);
+        TORCH_CHECK_VALUE(false, "ccomm: op ReduceOp.", opName(o), " is not defined for dtype ",
+                          st);
     switch (o) {
-    case c10d::ReduceOp::SUM: return b ? CC_MAX : CC_SUM; /* a logical or, as NCCL's backend */
-    case c10d::ReduceOp::AVG: return CC_AVG;
-    case c10d::ReduceOp::PRODUCT: return b ? CC_MIN : CC_PROD; /* a logical and */
-    case c10d::ReduceOp::MIN: return CC_MIN;
-    case c10d::ReduceOp::MAX: return CC_MAX;
-    case c10d::ReduceOp::BAND: return CC_BAND;
-    case c10d::ReduceOp::BOR: return CC_BOR;
-    case c10d::ReduceOp::BXOR: return CC_BXOR;
+    case c10d::ReduceOp::SUM:
+        return b ? CC_MAX : CC_SUM; /* a logical or, as NCCL's backend */
+    case c10d::ReduceOp::AVG:
+        return CC_AVG;
+    case c10d::ReduceOp::PRODUCT:
+        return b ? CC_MIN : CC_PROD; /* a logical and */
+    case c10d::ReduceOp::MIN:
+        return CC_MIN;
+    case c10d::ReduceOp::MAX:
+        return CC_MAX;
+    case c10d::ReduceOp::BAND:
+        return CC_BAND;
+    case c10d::ReduceOp::BOR:
+        return CC_BOR;
+    case c10d::ReduceOp::BXOR:
+        return CC_BXOR;
     case c10d::ReduceOp::PREMUL_SUM: {
         auto *s = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(op.supplement_.get());
         TORCH_CHECK_VALUE(s, "ccomm: ReduceOp.PREMUL_SUM without its factor (make it with "
                              "torch.distributed._make_nccl_premul_sum)");
-        *premul = s->tensor_factors.empty() ? s->double_factor
-                                            : s->tensor_factors[0].item<double>();
+        *premul =
+            s->tensor_factors.empty() ? s->double_factor : s->tensor_factors[0].item<double>();
         return CC_PREMUL_SUM;
     }
-    default: TORCH_CHECK_VALUE(false, "ccomm: op ReduceOp.", opName(o), " is not supported");
+    default:
+        TORCH_CHECK_VALUE(false, "ccomm: op ReduceOp.", opName(o), " is not supported");
     }
     return CC_REDOP_COUNT;
 }
@@ -166,8 +187,9 @@ WorkPtr ProcessGroupCcomm::allreduce(std::vector<at::Tensor> &tensors,
     w->keep = {buf};
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
-    return submit(w, cc_allreduce(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op, &o,
-                                  slot(w, buf.nbytes())),
+    return submit(w,
+                  cc_allreduce(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op, &o,
+                               slot(w, buf.nbytes())),
                   "all_reduce");
 }
 
@@ -194,11 +216,13 @@ WorkPtr ProcessGroupCcomm::allreduce_coalesced(std::vector<at::Tensor> &tensors,
     }
     if (!back.empty())
         w->finish_fn = [back]() mutable {
-            for (auto &p : back) p.first.copy_(p.second);
+            for (auto &p : back)
+                p.first.copy_(p.second);
         };
     coll_issued_++;
-    return submit(w, cc_allreduce_coalesced(comm_, bufs.data(), bufs.data(), counts.data(),
-                                            (int)bufs.size(), dt, op, &o, &w->cw),
+    return submit(w,
+                  cc_allreduce_coalesced(comm_, bufs.data(), bufs.data(), counts.data(),
+                                         (int)bufs.size(), dt, op, &o, &w->cw),
                   "allreduce_coalesced");
 }
 
@@ -215,8 +239,9 @@ WorkPtr ProcessGroupCcomm::broadcast(std::vector<at::Tensor> &tensors,
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_broadcast(comm_, buf.data_ptr(), buf.data_ptr(), f.count, f.dt,
-                                  (int)opts.rootRank, &o, slot(w, buf.nbytes())),
+    return submit(w,
+                  cc_broadcast(comm_, buf.data_ptr(), buf.data_ptr(), f.count, f.dt,
+                               (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "broadcast");
 }
 
@@ -234,15 +259,17 @@ WorkPtr ProcessGroupCcomm::reduce(std::vector<at::Tensor> &tensors, const c10d::
     w->keep = {buf};
     if (staged && root) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
-    return submit(w, cc_reduce(comm_, buf.data_ptr(), root ? buf.data_ptr() : nullptr, buf.numel(),
-                               dt, op, (int)opts.rootRank, &o, slot(w, buf.nbytes())),
+    return submit(w,
+                  cc_reduce(comm_, buf.data_ptr(), root ? buf.data_ptr() : nullptr, buf.numel(), dt,
+                            op, (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "reduce");
 }
 
 /* A packed buffer of n blocks like `like`, and the copy of its blocks into `outs`. */
 static at::Tensor packedFor(const at::Tensor &like, size_t n)
 {
-    return at::empty({(int64_t)n * like.numel()}, like.options().memory_format(at::MemoryFormat::Contiguous));
+    return at::empty({(int64_t)n * like.numel()},
+                     like.options().memory_format(at::MemoryFormat::Contiguous));
 }
 
 static std::function<void()> unpackTo(std::vector<at::Tensor> outs, at::Tensor packed)
@@ -266,7 +293,8 @@ WorkPtr ProcessGroupCcomm::allgather(std::vector<std::vector<at::Tensor>> &outpu
     auto &outs = outputs[0];
     TORCH_CHECK_VALUE(outs.size() == (size_t)getSize(), "ccomm: allgather: tensor_list holds ",
                       outs.size(), " tensors, expected the group size ", getSize());
-    for (size_t i = 0; i < outs.size(); i++) checkSame(in, outs[i], "allgather", "tensor_list", i, true);
+    for (size_t i = 0; i < outs.size(); i++)
+        checkSame(in, outs[i], "allgather", "tensor_list", i, true);
     Flat f = flat(in, toCcDtype(in, "input_tensor", false));
     bool staged;
     at::Tensor src = dense(in, &staged);
@@ -276,7 +304,9 @@ WorkPtr ProcessGroupCcomm::allgather(std::vector<std::vector<at::Tensor>> &outpu
     w->finish_fn = unpackTo(outs, packed);
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_allgather(comm_, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o, slot(w, packed.nbytes())),
+    return submit(w,
+                  cc_allgather(comm_, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o,
+                               slot(w, packed.nbytes())),
                   "all_gather");
 }
 
@@ -285,12 +315,14 @@ WorkPtr ProcessGroupCcomm::_allgather_base(at::Tensor &output, at::Tensor &input
 {
     checkCpuTensor(input, "input_tensor");
     checkCpuTensor(output, "output_tensor");
-    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "ccomm: all_gather_into_tensor: "
-                      "output_tensor has dtype ", output.scalar_type(), ", input_tensor ",
-                      input.scalar_type());
-    TORCH_CHECK_VALUE(output.numel() == input.numel() * getSize(), "ccomm: all_gather_into_tensor: "
-                      "output_tensor has ", output.numel(), " elements, expected ", getSize(),
-                      " x ", input.numel());
+    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
+                      "ccomm: all_gather_into_tensor: "
+                      "output_tensor has dtype ",
+                      output.scalar_type(), ", input_tensor ", input.scalar_type());
+    TORCH_CHECK_VALUE(output.numel() == input.numel() * getSize(),
+                      "ccomm: all_gather_into_tensor: "
+                      "output_tensor has ",
+                      output.numel(), " elements, expected ", getSize(), " x ", input.numel());
     Flat f = flat(input, toCcDtype(input, "input_tensor", false));
     bool si, so;
     at::Tensor src = dense(input, &si), dst = dense(output, &so);
@@ -299,7 +331,9 @@ WorkPtr ProcessGroupCcomm::_allgather_base(at::Tensor &output, at::Tensor &input
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_allgather(comm_, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o, slot(w, dst.nbytes())),
+    return submit(w,
+                  cc_allgather(comm_, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o,
+                               slot(w, dst.nbytes())),
                   "all_gather_into_tensor");
 }
 
@@ -307,8 +341,10 @@ WorkPtr ProcessGroupCcomm::allgather_coalesced(std::vector<std::vector<at::Tenso
                                                std::vector<at::Tensor> &inputs,
                                                const c10d::AllgatherOptions &opts)
 {
-    TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(), "ccomm: "
-                      "allgather_coalesced: ", outputs.size(), " output lists for ", inputs.size(),
+    TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                      "ccomm: "
+                      "allgather_coalesced: ",
+                      outputs.size(), " output lists for ", inputs.size(),
                       " inputs; need one list per input");
     auto w = newWork(OpType::ALLGATHER_COALESCED, {});
     std::vector<const void *> sb;
@@ -317,9 +353,10 @@ WorkPtr ProcessGroupCcomm::allgather_coalesced(std::vector<std::vector<at::Tenso
     std::vector<std::function<void()>> unpack;
     for (size_t i = 0; i < inputs.size(); i++) {
         checkCpuTensor(inputs[i], "input_list");
-        TORCH_CHECK_VALUE(outputs[i].size() == (size_t)getSize(), "ccomm: allgather_coalesced: "
-                          "output_lists[", i, "] holds ", outputs[i].size(), " tensors, expected ",
-                          getSize());
+        TORCH_CHECK_VALUE(outputs[i].size() == (size_t)getSize(),
+                          "ccomm: allgather_coalesced: "
+                          "output_lists[",
+                          i, "] holds ", outputs[i].size(), " tensors, expected ", getSize());
         for (size_t r = 0; r < outputs[i].size(); r++)
             checkSame(inputs[i], outputs[i][r], "allgather_coalesced", "output_lists[i]", r, true);
         bool staged;
@@ -333,12 +370,14 @@ WorkPtr ProcessGroupCcomm::allgather_coalesced(std::vector<std::vector<at::Tenso
         unpack.push_back(unpackTo(outputs[i], packed));
     }
     w->finish_fn = [unpack]() {
-        for (auto &u : unpack) u();
+        for (auto &u : unpack)
+            u();
     };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_allgather_coalesced(comm_, sb.data(), rb.data(), counts.data(),
-                                            (int)sb.size(), CC_UINT8, &o, &w->cw),
+    return submit(w,
+                  cc_allgather_coalesced(comm_, sb.data(), rb.data(), counts.data(), (int)sb.size(),
+                                         CC_UINT8, &o, &w->cw),
                   "allgather_coalesced");
 }
 
@@ -355,8 +394,10 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
         for (size_t i = 0; i < outputs[0].size(); i++)
             checkSame(in, outputs[0][i], "gather", "gather_list", i, true);
     } else {
-        TORCH_CHECK_VALUE(outputs.empty() || outputs[0].empty(), "ccomm: gather: gather_list must "
-                          "be empty on rank ", getRank(), ", which is not the root");
+        TORCH_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
+                          "ccomm: gather: gather_list must "
+                          "be empty on rank ",
+                          getRank(), ", which is not the root");
     }
     Flat f = flat(in, toCcDtype(in, "tensor", false));
     bool staged;
@@ -372,8 +413,9 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
     }
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_gather(comm_, src.data_ptr(), dst, f.count, f.dt, (int)opts.rootRank, &o,
-                               slot(w, src.nbytes() * getSize())),
+    return submit(w,
+                  cc_gather(comm_, src.data_ptr(), dst, f.count, f.dt, (int)opts.rootRank, &o,
+                            slot(w, src.nbytes() * getSize())),
                   "gather");
 }
 
@@ -381,7 +423,8 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
 static at::Tensor pack(const std::vector<at::Tensor> &ts)
 {
     std::vector<at::Tensor> flat;
-    for (auto &t : ts) flat.push_back(t.reshape({-1}));
+    for (auto &t : ts)
+        flat.push_back(t.reshape({-1}));
     return at::cat(flat);
 }
 
@@ -401,8 +444,10 @@ WorkPtr ProcessGroupCcomm::scatter(std::vector<at::Tensor> &outputs,
             checkSame(out, inputs[0][i], "scatter", "scatter_list", i, true);
         packed = pack(inputs[0]);
     } else {
-        TORCH_CHECK_VALUE(inputs.empty() || inputs[0].empty(), "ccomm: scatter: scatter_list must "
-                          "be empty on rank ", getRank(), ", which is not the root");
+        TORCH_CHECK_VALUE(inputs.empty() || inputs[0].empty(),
+                          "ccomm: scatter: scatter_list must "
+                          "be empty on rank ",
+                          getRank(), ", which is not the root");
     }
     Flat f = flat(out, toCcDtype(out, "tensor", false));
     bool staged;
@@ -413,8 +458,9 @@ WorkPtr ProcessGroupCcomm::scatter(std::vector<at::Tensor> &outputs,
     if (staged) w->finish_fn = [out, dst]() mutable { out.copy_(dst); };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_scatter(comm_, root ? packed.data_ptr() : nullptr, dst.data_ptr(), f.count,
-                                f.dt, (int)opts.rootRank, &o, slot(w, dst.nbytes() * getSize())),
+    return submit(w,
+                  cc_scatter(comm_, root ? packed.data_ptr() : nullptr, dst.data_ptr(), f.count,
+                             f.dt, (int)opts.rootRank, &o, slot(w, dst.nbytes() * getSize())),
                   "scatter");
 }
 
@@ -424,8 +470,10 @@ WorkPtr ProcessGroupCcomm::reduce_scatter(std::vector<at::Tensor> &outputs,
 {
     const at::Tensor &out = single(outputs, "reduce_scatter", "output");
     TORCH_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == (size_t)getSize(),
-                      "ccomm: reduce_scatter: input_list must hold ", getSize(), " tensors, it "
-                      "holds ", inputs.empty() ? 0 : inputs[0].size());
+                      "ccomm: reduce_scatter: input_list must hold ", getSize(),
+                      " tensors, it "
+                      "holds ",
+                      inputs.empty() ? 0 : inputs[0].size());
     for (size_t i = 0; i < inputs[0].size(); i++)
         checkSame(out, inputs[0][i], "reduce_scatter", "input_list", i, true);
     cc_dtype_t dt = toCcDtype(out, "output", true);
@@ -438,8 +486,9 @@ WorkPtr ProcessGroupCcomm::reduce_scatter(std::vector<at::Tensor> &outputs,
     w->keep = {packed, dst};
     if (staged) w->finish_fn = [out, dst]() mutable { out.copy_(dst); };
     coll_issued_++;
-    return submit(w, cc_reduce_scatter(comm_, packed.data_ptr(), dst.data_ptr(), dst.numel(), dt,
-                                       op, &o, slot(w, packed.nbytes())),
+    return submit(w,
+                  cc_reduce_scatter(comm_, packed.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
+                                    &o, slot(w, packed.nbytes())),
                   "reduce_scatter");
 }
 
@@ -448,11 +497,14 @@ WorkPtr ProcessGroupCcomm::_reduce_scatter_base(at::Tensor &output, at::Tensor &
 {
     checkCpuTensor(input, "input");
     checkCpuTensor(output, "output");
-    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "ccomm: reduce_scatter_tensor: "
-                      "output has dtype ", output.scalar_type(), ", input ", input.scalar_type());
-    TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(), "ccomm: reduce_scatter_tensor: "
-                      "input has ", input.numel(), " elements, expected ", getSize(), " x ",
-                      output.numel());
+    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
+                      "ccomm: reduce_scatter_tensor: "
+                      "output has dtype ",
+                      output.scalar_type(), ", input ", input.scalar_type());
+    TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(),
+                      "ccomm: reduce_scatter_tensor: "
+                      "input has ",
+                      input.numel(), " elements, expected ", getSize(), " x ", output.numel());
     cc_dtype_t dt = toCcDtype(output, "output", true);
     cc_op_opts_t o = opOpts(opts.timeout);
     cc_redop_t op = toCcRedop(opts.reduceOp, output.scalar_type(), &o.premul_scalar);
@@ -462,8 +514,9 @@ WorkPtr ProcessGroupCcomm::_reduce_scatter_base(at::Tensor &output, at::Tensor &
     w->keep = {src, dst};
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     coll_issued_++;
-    return submit(w, cc_reduce_scatter(comm_, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
-                                       &o, slot(w, src.nbytes())),
+    return submit(w,
+                  cc_reduce_scatter(comm_, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op, &o,
+                                    slot(w, src.nbytes())),
                   "reduce_scatter_tensor");
 }
 
@@ -476,7 +529,8 @@ static std::vector<size_t> splitCounts(const at::Tensor &t, const std::vector<in
     if (splits.empty()) {
         TORCH_CHECK_VALUE(rows % size == 0, "ccomm: all_to_all_single: ", arg, " has ", rows,
                           " rows in dim 0, not divisible by the group size ", size);
-        for (auto &x : c) x = (size_t)(rows / size * row);
+        for (auto &x : c)
+            x = (size_t)(rows / size * row);
         return c;
     }
     TORCH_CHECK_VALUE(splits.size() == (size_t)size, "ccomm: all_to_all_single: ", arg,
@@ -500,14 +554,18 @@ WorkPtr ProcessGroupCcomm::alltoall_base(at::Tensor &output, at::Tensor &input,
 {
     checkCpuTensor(input, "input");
     checkCpuTensor(output, "output");
-    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "ccomm: all_to_all_single: "
-                      "output has dtype ", output.scalar_type(), ", input ", input.scalar_type());
+    TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
+                      "ccomm: all_to_all_single: "
+                      "output has dtype ",
+                      output.scalar_type(), ", input ", input.scalar_type());
     auto sc = splitCounts(input, inputSplits, getSize(), "input");
     auto rc = splitCounts(output, outputSplits, getSize(), "output");
     cc_dtype_t dt = toCcDtype(input, "input", false);
     if (dt == CC_DTYPE_COUNT) { /* bytes */
-        for (auto &x : sc) x *= input.element_size();
-        for (auto &x : rc) x *= input.element_size();
+        for (auto &x : sc)
+            x *= input.element_size();
+        for (auto &x : rc)
+            x *= input.element_size();
         dt = CC_UINT8;
     }
     bool si, so;
@@ -517,18 +575,20 @@ WorkPtr ProcessGroupCcomm::alltoall_base(at::Tensor &output, at::Tensor &input,
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_alltoallv(comm_, src.data_ptr(), dst.data_ptr(), sc.data(), nullptr,
-                                  rc.data(), nullptr, dt, &o, slot(w, std::max(src.nbytes(), dst.nbytes()))),
+    return submit(w,
+                  cc_alltoallv(comm_, src.data_ptr(), dst.data_ptr(), sc.data(), nullptr, rc.data(),
+                               nullptr, dt, &o, slot(w, std::max(src.nbytes(), dst.nbytes()))),
                   "all_to_all_single");
 }
 
-WorkPtr ProcessGroupCcomm::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+WorkPtr ProcessGroupCcomm::alltoall(std::vector<at::Tensor> &outputs,
+                                    std::vector<at::Tensor> &inputs,
                                     const c10d::AllToAllOptions &opts)
 {
     size_t n = (size_t)getSize();
-    TORCH_CHECK_VALUE(inputs.size() == n && outputs.size() == n, "ccomm: all_to_all: ",
-                      inputs.size(), " inputs and ", outputs.size(), " outputs, expected ", n,
-                      " of each");
+    TORCH_CHECK_VALUE(inputs.size() == n && outputs.size() == n,
+                      "ccomm: all_to_all: ", inputs.size(), " inputs and ", outputs.size(),
+                      " outputs, expected ", n, " of each");
     std::vector<size_t> sc(n), rc(n);
     for (size_t p = 0; p < n; p++) {
         checkSame(inputs[0], inputs[p], "all_to_all", "input_tensor_list", p, false);
@@ -538,15 +598,17 @@ WorkPtr ProcessGroupCcomm::alltoall(std::vector<at::Tensor> &outputs, std::vecto
     }
     at::Tensor packed = pack(inputs);
     int64_t total = 0;
-    for (auto &t : outputs) total += t.numel();
+    for (auto &t : outputs)
+        total += t.numel();
     at::Tensor recv = at::empty({total}, outputs[0].options());
     auto w = newWork(OpType::ALLTOALL, outputs);
     w->keep = {packed, recv};
     w->finish_fn = unpackTo(outputs, recv);
     cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
-    return submit(w, cc_alltoallv(comm_, packed.data_ptr(), recv.data_ptr(), sc.data(), nullptr,
-                                  rc.data(), nullptr, CC_UINT8, &o, slot(w, packed.nbytes())),
+    return submit(w,
+                  cc_alltoallv(comm_, packed.data_ptr(), recv.data_ptr(), sc.data(), nullptr,
+                               rc.data(), nullptr, CC_UINT8, &o, slot(w, packed.nbytes())),
                   "all_to_all");
 }
 

@@ -12,19 +12,27 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace ccomm_torch {
+namespace ccomm_torch
+{
 
 WorkCcomm::WorkCcomm(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
 {
 }
 
 /* The completion thread always ends a queued work before dropping it; a work that never
  * reached the queue (its call failed) owns no handle. */
-WorkCcomm::~WorkCcomm() { cc_work_free(cw); }
+WorkCcomm::~WorkCcomm()
+{
+    cc_work_free(cw);
+}
 
-c10::intrusive_ptr<c10::ivalue::Future> WorkCcomm::getFuture() { return future_; }
+c10::intrusive_ptr<c10::ivalue::Future> WorkCcomm::getFuture()
+{
+    return future_;
+}
 
 int WorkCcomm::sourceRank() const
 {
@@ -88,7 +96,7 @@ cc_op_opts_t ProcessGroupCcomm::opOpts(std::chrono::milliseconds timeout, int ta
 }
 
 c10::intrusive_ptr<WorkCcomm> ProcessGroupCcomm::newWork(c10d::OpType type,
-                                                          std::vector<at::Tensor> outputs)
+                                                         std::vector<at::Tensor> outputs)
 {
     return c10::make_intrusive<WorkCcomm>(getRank(), type, std::move(outputs));
 }
@@ -108,7 +116,8 @@ static std::string dumpHint()
     if (!ring || !dir) return "";
     std::string r(ring);
     size_t slash = r.rfind('/');
-    size_t prev = slash == std::string::npos || slash == 0 ? std::string::npos : r.rfind('/', slash - 1);
+    size_t prev =
+        slash == std::string::npos || slash == 0 ? std::string::npos : r.rfind('/', slash - 1);
     if (prev == std::string::npos) return "";
     std::string job = r.substr(prev + 1, slash - prev - 1);
     return "; every rank's flight recorder is dumped under " + std::string(dir) + "/" + job +
@@ -141,7 +150,7 @@ cc_work_t **ProcessGroupCcomm::slot(const c10::intrusive_ptr<WorkCcomm> &w, size
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::submit(const c10::intrusive_ptr<WorkCcomm> &w,
-                                                        cc_status_t st, const char *what)
+                                                         cc_status_t st, const char *what)
 {
     if (w->inline_op && !CC_STATUS_IS_CALL_ERROR(st)) {
         /* It ran: end the Work now, an error included (wait() raises it, as for any op). */
@@ -149,7 +158,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::submit(const c10::intrusive_pt
          * the communicator passes this group, one ccomm call per method. */
         std::string err = st == CC_OK ? ""
                                       : errorText((std::string(what) + " (collective #" +
-                                                   std::to_string(coll_issued_) + ")").c_str(),
+                                                   std::to_string(coll_issued_) + ")")
+                                                      .c_str(),
                                                   st);
         if (st == CC_OK && w->finish_fn) w->finish_fn();
         w->finish_fn = nullptr;
@@ -209,16 +219,18 @@ void ProcessGroupCcomm::completionLoop()
             try {
                 w->finish_fn();
             } catch (const std::exception &e) {
-                err = std::string("ccomm: copying the result of ") + opLabel(info) + " failed: " +
-                      e.what();
+                err = std::string("ccomm: copying the result of ") + opLabel(info) +
+                      " failed: " + e.what();
             }
         }
         runPostHooks(info);
         cc_work_free(w->cw);
         w->cw = nullptr;
         /* An op that still runs (its engine stuck past the grace) keeps its buffers. */
-        if (done) w->keep.clear();
-        else new std::vector<at::Tensor>(std::move(w->keep)); /* leaked on purpose */
+        if (done)
+            w->keep.clear();
+        else
+            new std::vector<at::Tensor>(std::move(w->keep)); /* leaked on purpose */
         w->finish_fn = nullptr;
         w->complete(err);
     }
@@ -232,7 +244,8 @@ void ProcessGroupCcomm::runPostHooks(const cc_op_info_t &info)
         if (post_hooks_.empty()) return;
         hooks = post_hooks_;
     }
-    for (auto &h : hooks) h(info);
+    for (auto &h : hooks)
+        h(info);
 }
 
 void ProcessGroupCcomm::abortHook(const cc_abort_info_t *info, void *user)
@@ -250,7 +263,8 @@ cc_status_t ProcessGroupCcomm::preHook(const cc_op_info_t *op, void *user)
         std::lock_guard<std::mutex> l(pg->mu_);
         hooks = pg->pre_hooks_;
     }
-    for (auto &h : hooks) h(*op);
+    for (auto &h : hooks)
+        h(*op);
     return CC_OK;
 }
 
@@ -303,7 +317,8 @@ void ProcessGroupCcomm::issueCoalesced()
     }
     {
         std::lock_guard<std::mutex> l(mu_);
-        for (auto &m : members) queue_.push_back(m);
+        for (auto &m : members)
+            queue_.push_back(m);
         last_coalesced_ = members.empty() ? c10::intrusive_ptr<WorkCcomm>() : members.back();
     }
     cv_.notify_one();

@@ -40,7 +40,8 @@ extern "C" {
 #include <ccomm/ccomm.h>
 }
 
-namespace ccomm_torch {
+namespace ccomm_torch
+{
 
 #if CCOMM_TORCH2
 using PGBase = c10d::Backend;
@@ -52,38 +53,52 @@ using PGBase = c10d::ProcessGroup;
  * completion thread once the op ended. */
 using OpHook = std::function<void(const cc_op_info_t &)>;
 
-class WorkCcomm : public c10d::Work {
+class WorkCcomm : public c10d::Work
+{
   public:
     WorkCcomm(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
     ~WorkCcomm() override;
 
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
-    std::vector<at::Tensor> result() override { return outputs_; }
+    std::vector<at::Tensor> result() override
+    {
+        return outputs_;
+    }
     int sourceRank() const override;
 
     /* Completion thread: end the work well or with `error` (empty: success). */
     void complete(const std::string &error);
 
-    cc_work_t *cw = nullptr;             /* owned; freed by the completion thread */
-    std::vector<at::Tensor> keep;        /* staging buffers and inputs the op borrows */
-    std::function<void()> finish_fn;     /* copies staged results out, on success */
-    int src_rank = -1;                   /* recv: the peer */
-    bool inline_op = false;              /* ran on the caller's thread (see slot()) */
+    cc_work_t *cw = nullptr;         /* owned; freed by the completion thread */
+    std::vector<at::Tensor> keep;    /* staging buffers and inputs the op borrows */
+    std::function<void()> finish_fn; /* copies staged results out, on success */
+    int src_rank = -1;               /* recv: the peer */
+    bool inline_op = false;          /* ran on the caller's thread (see slot()) */
 
   private:
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-class ProcessGroupCcomm : public PGBase {
+class ProcessGroupCcomm : public PGBase
+{
   public:
     /* Takes ownership of comm. name is PyTorch's group name (and description). */
     ProcessGroupCcomm(cc_comm_t *comm, int rank, int size, std::string name);
     ~ProcessGroupCcomm() override;
 
-    const std::string getBackendName() const override { return "ccomm"; }
-    cc_comm_t *comm() const { return comm_; }
-    const std::string &name() const { return name_; }
+    const std::string getBackendName() const override
+    {
+        return "ccomm";
+    }
+    cc_comm_t *comm() const
+    {
+        return comm_;
+    }
+    const std::string &name() const
+    {
+        return name_;
+    }
 
     void startCoalescing() override;
 #if CCOMM_TORCH2
@@ -133,7 +148,10 @@ class ProcessGroupCcomm : public PGBase {
                                             const c10d::AllToAllOptions &opts) override;
     void monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks) override;
     void setSequenceNumberForGroup() override {}
-    uint64_t getSequenceNumberForGroup() override { return coll_issued_; }
+    uint64_t getSequenceNumberForGroup() override
+    {
+        return coll_issued_;
+    }
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dstRank,
                                         int tag) override;
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int srcRank,
@@ -162,8 +180,8 @@ class ProcessGroupCcomm : public PGBase {
     cc_work_t **slot(const c10::intrusive_ptr<WorkCcomm> &w, size_t bytes);
     static constexpr size_t kInlineBytes = 64 * 1024;
     /* Enqueue a work whose ccomm call returned `st` (throws on error, nothing queued). */
-    c10::intrusive_ptr<c10d::Work> submit(const c10::intrusive_ptr<WorkCcomm> &w,
-                                          cc_status_t st, const char *what);
+    c10::intrusive_ptr<c10d::Work> submit(const c10::intrusive_ptr<WorkCcomm> &w, cc_status_t st,
+                                          const char *what);
     std::string errorText(const char *what, cc_status_t st) const;
     /* Issue the coalesced sends and receives; their Works join the queue. */
     void issueCoalesced();
