@@ -284,6 +284,14 @@ def case_coalesced(seed, g, gloo, rng):
     for i, s in enumerate(shapes):
         same(xs[i], reference([data(seed + i, r, s, dtype) for r in range(n)], "SUM", dtype),
              "all_reduce_coalesced %s #%d" % (dtype, i))
+    # all_gather_coalesced (torch checks that the inputs share a dtype)
+    ins = [data(seed + i, me, s, dtype) for i, s in enumerate(shapes)]
+    outs = [[torch.empty_like(x) for _ in range(n)] for x in ins]
+    dist.all_gather_coalesced(outs, ins, group=g)
+    for i, s in enumerate(shapes):
+        for r in range(n):
+            same(outs[i][r], data(seed + i, r, s, ins[i].dtype),
+                 "all_gather_coalesced #%d from %d" % (i, r))
 
 
 def case_objects(seed, g, gloo, rng):
