@@ -14,7 +14,8 @@ JOBS=${JOBS:-$(nproc)}
 PACKAGES=(build-essential cmake pkg-config python3 iproute2 procps psmisc
           libssl-dev libjansson-dev libcmocka-dev
           liblttng-ust-dev lttng-tools babeltrace2
-          openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev)
+          openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev
+          python3-dev python3-torch libtorch-dev pybind11-dev)
 
 say() { printf '\n== [%4d s] %s\n' "$SECONDS" "$*"; }
 

@@ -9,6 +9,7 @@
 #ifndef CCOMM_WORK_H
 #define CCOMM_WORK_H
 
+#include "ccomm/hooks.h"
 #include "ccomm/types.h"
 
 #ifdef __cplusplus
@@ -31,6 +32,19 @@ CC_API cc_status_t cc_work_wait(cc_work_t *work, int64_t timeout_ms);
 
 /* cc_work_op_id - the op_id the hooks and the flight recorder saw; 0 if NULL. */
 CC_API uint64_t cc_work_op_id(const cc_work_t *work);
+
+/*
+ * cc_work_info - copy what the hooks see of the op (ccomm/hooks.h) into *info:
+ * its type, coll_seq / p2p_seq, communicator, counts, dtype, times and, once
+ * it finished, its status (CC_INPROGRESS before). Pointers inside (comm_name,
+ * buffers, engine, algorithm) are borrowed until cc_work_free. For adapters
+ * (the PyTorch backend) that name an op in an error or hand its record to a
+ * callback after it ended, without a hook on the hot path.
+ * Returns CC_OK; CC_ERR_INVALID_ARG (work invalid or freed, info NULL).
+ * Thread safety: any thread; while the op runs, times may be read mid-update
+ * (read them after cc_work_test/cc_work_wait says done).
+ */
+CC_API cc_status_t cc_work_info(const cc_work_t *work, cc_op_info_t *info);
 
 /*
  * cc_work_free - release the handle. Freeing a pending op's handle does not

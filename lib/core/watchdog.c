@@ -47,6 +47,9 @@ static struct {
     cc__store_t *store;          /* own connection: never shares a lock with the op path */
     int rank, size;
     char job_id[128];
+    char store_addr[300];        /* where `store` connects (the first world's store) */
+    _Atomic int store_closing;   /* that store stops: no more store calls (set by its host) */
+    _Atomic int store_idle;      /* the thread saw store_closing and makes no store call */
     int64_t seen_gen;            /* last job-wide dump request handled */
     uint64_t *hb_value;          /* per world rank: last heartbeat seen */
     uint64_t *hb_changed_ns;     /* when it last changed */
@@ -54,6 +57,15 @@ static struct {
     uint64_t last_beat_ns, last_poll_ns;
     cc_hook_handle_t abort_hook;
 } wd = {.efd = -1};
+
+void cc__watchdog_store_closing(void)
+{
+    if (!wd.started) return;
+    atomic_store(&wd.store_closing, 1);
+    cc__watchdog_poke();
+    for (int waited = 0; !atomic_load(&wd.store_idle) && waited < 50 * TICK_MS; waited += 5)
+        usleep(5000);
+}
 
 void cc__watchdog_poke(void)
 {
@@ -238,9 +250,12 @@ static void *watchdog_main(void *arg)
             (void)r;
         }
         if (atomic_load(&wd.stop)) break;
-        if (atomic_exchange(&wd.publish_timeout, 0)) publish_dump_request();
+        int store_ok = !atomic_load(&wd.store_closing);
+        if (!store_ok) atomic_store(&wd.store_idle, 1);
+        if (store_ok && atomic_exchange(&wd.publish_timeout, 0)) publish_dump_request();
         int ld = atomic_exchange(&wd.local_dump, 0);
         if (ld) write_dump(ld == 2 ? "dump signal" : wd.reason);
+        if (!store_ok) continue;
         uint64_t now = cc__now_ns();
         beat(now);
         poll_dump_requests();
@@ -268,6 +283,11 @@ static void on_abort(const cc_abort_info_t *info, void *user)
     }
 }
 
+int cc__watchdog_uses_store(const char *store_addr)
+{
+    return wd.started && wd.store && strcmp(wd.store_addr, store_addr) == 0;
+}
+
 cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
 {
     if (wd.started) return CC_OK;
@@ -292,6 +312,7 @@ cc_status_t cc__watchdog_start(cc__world_t *world, int rank, int size)
                  cc_status_name(st));
         goto fail;
     }
+    snprintf(wd.store_addr, sizeof(wd.store_addr), "%s", world->store_addr);
     beat(cc__now_ns() + (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull);
     cc__store_add(wd.store, "dump/gen", 0, &wd.seen_gen); /* requests before we joined are not ours */
     if ((st = cc_hook_add_abort(NULL, on_abort, NULL, 0, &wd.abort_hook)) != CC_OK) {

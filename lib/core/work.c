@@ -96,6 +96,20 @@ uint64_t cc_work_op_id(const cc_work_t *work)
     return work && work->magic == CC__WORK_MAGIC ? work->op.info.op_id : 0;
 }
 
+cc_status_t cc_work_info(const cc_work_t *work, cc_op_info_t *info)
+{
+    if (!valid(work, "cc_work_info")) return CC_ERR_INVALID_ARG;
+    if (!info) {
+        cc_log_error(CC_SUBSYS_CORE, "cc_work_info: info is NULL");
+        return CC_ERR_INVALID_ARG;
+    }
+    /* The acquire pairs with the engine's release of done: a finished op's status and end
+     * time are visible. */
+    (void)atomic_load_explicit(&work->op.done, memory_order_acquire);
+    *info = work->op.info;
+    return CC_OK;
+}
+
 void cc_work_free(cc_work_t *work)
 {
     if (!work) return;

@@ -14,6 +14,7 @@
 #include "comm.h"
 #include "config.h"
 #include "log.h"
+#include "watchdog.h"
 
 /* Split "host:port"; IPv6 as "[addr]:port". */
 static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)
@@ -241,6 +242,7 @@ void cc__world_release(cc__world_t *w)
     if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
     cc__store_close(w->store);
     if (w->server) linger(w);
+    if (w->server && cc__watchdog_uses_store(w->store_addr)) cc__watchdog_store_closing();
     cc__store_server_stop(w->server);
     free(w);
 }

@@ -164,6 +164,17 @@ static int async_ops(cc_comm_t *comm)
     CC_TEST_REQUIRE(cc_work_wait(w2, -1) == CC_OK, "w2");
     CC_TEST_REQUIRE(cc_work_wait(w3, 1000) == CC_OK, "w3");
     CC_TEST_REQUIRE(b[0] == n && b[2] == 3 * n && c[1] == 4, "async results %d %d %d", b[0], b[2], c[1]);
+    /* cc_work_info: the record the hooks saw, with the final status and times. */
+    cc_op_info_t i1, i3;
+    CC_TEST_REQUIRE(cc_work_info(w1, &i1) == CC_OK && cc_work_info(w3, &i3) == CC_OK, "info");
+    CC_TEST_REQUIRE(i1.type == CC_OP_ALLREDUCE && i3.redop == CC_MAX, "info type");
+    CC_TEST_REQUIRE(i3.coll_seq == i1.coll_seq + 2 && i1.status == CC_OK && i1.in_count == 3,
+                    "info seq %llu %llu status %d", (unsigned long long)i1.coll_seq,
+                    (unsigned long long)i3.coll_seq, (int)i1.status);
+    CC_TEST_REQUIRE(i1.t_end_ns >= i1.t_start_ns && i1.t_start_ns > 0 &&
+                        i1.op_id == cc_work_op_id(w1),
+                    "info times");
+    CC_TEST_REQUIRE(cc_work_info(w1, NULL) == CC_ERR_INVALID_ARG, "info NULL");
     cc_work_free(w1);
     cc_work_free(w2);
     cc_work_free(w3);
