@@ -25,7 +25,6 @@
 
 /* Transports, by index into the net's tables. */
 enum { CC__TP_SELF = 0, CC__TP_SHM, CC__TP_TCP, CC__TP_COUNT };
-#define CC__TCP_WAIT_CLASSES 4 /* sizes of a TCP wait: < 4 KiB, < 64 KiB, < 1 MiB, larger */
 
 /* Rendezvous verdicts waiting for their turn on the wire, oldest first (shm, tcp). */
 struct cc__verdicts {
@@ -163,10 +162,6 @@ struct cc__net {
     size_t spare_bytes;           /* their buffers, in bytes */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
     uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
-    /* TCP-only waits (wait.c): average time of a wait by size class, when it slept at once
-     * ([0]) and when it spun first ([1]); the faster way is taken. */
-    uint64_t tcp_wait_ns[CC__TCP_WAIT_CLASSES][2];
-    uint32_t tcp_waits;
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
     int abort_done;               /* owner: requests were failed with the reason */
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */
@@ -244,15 +239,6 @@ static inline void cc__fence(void)
     atomic_thread_fence(memory_order_seq_cst);
 }
 #endif
-
-/*
- * wait.c's choice for a wait with only TCP requests pending: its size class
- * (CC__TCP_WAIT_CLASSES), whether to spin first (1) or sleep at once (0),
- * and learning how long a wait took that way.
- */
-int cc__tcp_wait_class(cc__req_t *const *reqs, int n);
-int cc__tcp_wait_pick(struct cc__net *net, int cls);
-void cc__tcp_wait_learn(struct cc__net *net, int cls, int spin, uint64_t ns);
 
 /* A conservative pause for spin loops. */
 static inline void cc__cpu_relax(void)

@@ -13,9 +13,9 @@
  *          time left to the deadline, and 1 ms when both shm and tcp
  *          requests are pending (one of them is then polled, not slept on).
  *
- * When only TCP requests are pending there is no yield stage, and the spin
- * is taken only where it has been faster than sleeping at once (cc__tcp_wait_pick).
- * Any progress sends the loop back to spinning. Liveness of the peers that
+ * When only TCP requests are pending the loop skips spin and yield and
+ * sleeps in epoll at once (see wait_loop). Any progress sends the loop back
+ * to spinning. Liveness of the peers that
  * pending requests involve is checked every CCOMM_PEER_CHECK_MS whatever the
  * stage, so a dead peer fails its requests within about that time.
  */
@@ -231,54 +231,19 @@ static cc_status_t check_wait(cc__net_t *net, cc__req_t *const *reqs, int n)
 }
 
 /*
- * TCP only pending: spin first, or block in epoll at once? The kernel
- * delivers loopback TCP data in the sender's context, so a spin that has a
- * CPU of its own sees a message sooner than a wake-up does (measured: 10 us
- * a small allreduce against 23 us); but when the host is busy (other jobs,
- * more threads than CPUs) the spinner takes the CPU its peer needs (80-140
- * us against 23 us). Which holds changes with the load, so each rank keeps
- * the average time of its TCP-only waits both ways, by size class, takes
- * the faster, and tries the other one wait in CC__TCP_TRY to follow a change.
+ * One idle pass of the wait loop, by how long nothing moved. Only TCP
+ * pending: block in epoll at once. The kernel delivers TCP data in softirq
+ * context, which a spinning or yielding rank delays (measured: 25 us one way
+ * without, 100-150 us with a 50 us spin).
  */
-#define CC__TCP_TRY 16
-
-int cc__tcp_wait_class(cc__req_t *const *reqs, int n)
+static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint64_t now,
+                       int *spinning)
 {
-    size_t m = 0;
-    for (int i = 0; i < n; i++)
-        if (reqs[i]->len > m) m = reqs[i]->len;
-    return m < (4u << 10) ? 0 : m < (64u << 10) ? 1 : m < (1u << 20) ? 2 : 3;
-}
-
-/* 1 to spin in this wait, 0 to sleep at once. */
-int cc__tcp_wait_pick(cc__net_t *net, int cls)
-{
-    const uint64_t *avg = net->tcp_wait_ns[cls];
-    int spin = avg[1] < avg[0]; /* an untried way (0) is tried first */
-    return ++net->tcp_waits % CC__TCP_TRY == 0 ? !spin : spin;
-}
-
-/* Fold a wait's time into its way's average (1/8 weight; one stall counts at most 4x). */
-void cc__tcp_wait_learn(cc__net_t *net, int cls, int spin, uint64_t ns)
-{
-    uint64_t *a = &net->tcp_wait_ns[cls][spin];
-    if (*a && ns > 4 * *a) ns = 4 * *a;
-    *a = *a ? *a - *a / 8 + ns / 8 : ns + 1;
-}
-
-/*
- * One idle pass of the wait loop, by how long nothing moved: spin for
- * `spin` ns, yield (only with shm requests or sends to self pending: for
- * TCP a yield is a spin that gives the CPU away), then sleep.
- */
-static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t spin, uint64_t deadline_ns,
-                       uint64_t now, int *spinning)
-{
-    int yield_stage = net->tp_pending[CC__TP_SHM] > 0 || net->tp_pending[CC__TP_TCP] == 0;
-    *spinning = idle < spin;
+    int poll_stages = net->tp_pending[CC__TP_SHM] > 0 || net->tp_pending[CC__TP_TCP] == 0;
+    *spinning = poll_stages && idle < net->spin_ns;
     if (*spinning) {
         cc__cpu_relax();
-    } else if (yield_stage && idle < spin + CC__YIELD_NS) {
+    } else if (poll_stages && idle < net->spin_ns + CC__YIELD_NS) {
         sched_yield();
     } else {
         uint64_t t = net->next_check_ns > now ? net->next_check_ns - now : 0;
@@ -310,22 +275,15 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
                              int stop_on_error)
 {
     uint64_t check_ns = (uint64_t)cc__cfg()->peer_check_ms * 1000000ull;
-    uint64_t now = cc__now_ns(), start = now, stage_start = now, seen = net->events;
+    uint64_t now = cc__now_ns(), stage_start = now, seen = net->events;
     unsigned spins = 0;
     int spinning = 1;
-    /* Only TCP pending, and spinning allowed: learn which way waits less (cc__tcp_wait_pick). */
-    int tcp = net->spin_ns && net->tp_pending[CC__TP_TCP] && !net->tp_pending[CC__TP_SHM];
-    int cls = tcp ? cc__tcp_wait_class(reqs, n) : 0, way = tcp ? cc__tcp_wait_pick(net, cls) : 0;
-    uint64_t spin = !tcp || way ? net->spin_ns : 0;
     if (net->next_check_ns == 0 || net->next_check_ns > now + check_ns)
         net->next_check_ns = now + check_ns;
     for (;;) {
         int moved = progress(net);
         cc_status_t st = reqs_state(reqs, n, stop_on_error);
-        if (st != CC_INPROGRESS) {
-            if (tcp) cc__tcp_wait_learn(net, cls, way, cc__now_ns() - start);
-            return st;
-        }
+        if (st != CC_INPROGRESS) return st;
         if (moved || net->events != seen) {
             seen = net->events;
             stage_start = 0; /* back to spinning, from the next clock reading */
@@ -342,7 +300,7 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
         if (!stage_start) stage_start = now;
         if (now >= deadline_ns) return timed_out(net, reqs, n);
         if (now >= net->next_check_ns) check_peers(net, now);
-        wait_stage(net, now - stage_start, spin, deadline_ns, now, &spinning);
+        wait_stage(net, now - stage_start, deadline_ns, now, &spinning);
     }
 }
 
