@@ -51,6 +51,8 @@ typedef struct cc__algo_row {
  *     16 KiB: flat 2.69, cma 4.22;  64 KiB: flat 5.50, cma 10.53
  *   ccrun -n 2 ccperf alltoall -b 8K -e 64K -f 2 ..., CCOMM_ALGO_ALLTOALL=shm_flat
  *     16 KiB: flat 2.28, cma 4.20;  32 KiB: 2.70, 4.43;  64 KiB: 4.87, 6.33
+ *   4 ranks (load 8.5, 4 launches): alltoall 16/32/64 KiB flat 18.1/23.0/32.4,
+ *     cma 50.7/63.8/81.6; broadcast flat 11.8/13.6/24.3, cma 23.6/27.3/40.9
  * One copy out of the arena beats a process_vm_readv (a syscall, page
  * pinning) and the root's wait for its reader until the data stops fitting.
  */
