@@ -162,6 +162,7 @@ struct cc__net {
     size_t spare_bytes;           /* their buffers, in bytes */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
     uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
+    uint64_t tcp_spin_ns;         /* the same with only TCP pending: CCOMM_TCP_SPIN_US */
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
     int abort_done;               /* owner: requests were failed with the reason */
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */

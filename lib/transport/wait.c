@@ -13,8 +13,9 @@
  *          time left to the deadline, and 1 ms when both shm and tcp
  *          requests are pending (one of them is then polled, not slept on).
  *
- * When only TCP requests are pending the loop skips spin and yield and
- * sleeps in epoll at once (see wait_loop). Any progress sends the loop back
+ * When only TCP requests are pending the loop skips yield, spins only for
+ * CCOMM_TCP_SPIN_US (default 0) and sleeps in epoll (see wait_stage). Any
+ * progress sends the loop back
  * to spinning. Liveness of the peers that
  * pending requests involve is checked every CCOMM_PEER_CHECK_MS whatever the
  * stage, so a dead peer fails its requests within about that time.
@@ -232,15 +233,16 @@ static cc_status_t check_wait(cc__net_t *net, cc__req_t *const *reqs, int n)
 
 /*
  * One idle pass of the wait loop, by how long nothing moved. Only TCP
- * pending: block in epoll at once. The kernel delivers TCP data in softirq
- * context, which a spinning or yielding rank delays (measured: 25 us one way
- * without, 100-150 us with a 50 us spin).
+ * pending: no yield, and a spin only of CCOMM_TCP_SPIN_US (default none:
+ * block in epoll at once). On a busy host a spinner takes the CPU its peer
+ * needs: 2-rank 8-byte allreduce 23-25 us sleeping at once, 76-141 us with
+ * a 30 us spin; 10 us with it where the CPUs were free (docs/transports.md).
  */
 static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint64_t now,
                        int *spinning)
 {
     int poll_stages = net->tp_pending[CC__TP_SHM] > 0 || net->tp_pending[CC__TP_TCP] == 0;
-    *spinning = poll_stages && idle < net->spin_ns;
+    *spinning = idle < (poll_stages ? net->spin_ns : net->tcp_spin_ns);
     if (*spinning) {
         cc__cpu_relax();
     } else if (poll_stages && idle < net->spin_ns + CC__YIELD_NS) {

@@ -1,6 +1,6 @@
 /*
  * test_coll_paths.c - the collectives' size switches, at the switch: ops of
- * exactly the threshold and one element either side, checking which path
+ * the threshold and two elements either side, checking which path
  * ran, not only that the op completed.
  *
  *  - The selection table (docs/collectives.md "Selection"): every row with
@@ -96,11 +96,11 @@ struct row {
 
 static const struct row rows[] = {
     {1, CC_OP_ALLREDUCE, 16 * K, "shm_flat", "shm_cma"},
-    {1, CC_OP_BROADCAST, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_cma"}, /* flat while it fits the arena */
     {1, CC_OP_REDUCE, 16 * K, "shm_flat", "shm_cma"},
     {1, CC_OP_ALLGATHER, 16 * K, "shm_flat", "shm_cma"},
     {1, CC_OP_REDUCE_SCATTER, 16 * K, "shm_flat", "shm_cma"},
-    {1, CC_OP_ALLTOALL, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma"},
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma"},
     {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma"},
     {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling"},
@@ -121,9 +121,12 @@ static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const struct row *w = &rows[i];
         size_t per = size_is_n_blocks(w->type) ? (size_t)n : 1;
-        if (w->shm != shm || w->bytes % per) continue; /* no count hits the bound exactly */
-        for (int d = -1; d <= 1; d++) {
-            size_t count = w->bytes / per + (size_t)d;
+        if (w->shm != shm) continue;
+        /* The counts just below and from the bound (the selection size is count x per, which
+         * need not hit the bound exactly): two below, two at or above. */
+        size_t first_at = (w->bytes + per - 1) / per;
+        for (int d = -2; d <= 1; d++) {
+            size_t count = first_at + (size_t)d;
             const char *want = d < 0 ? w->below : w->at;
             g_algo = g_transport = NULL;
             cc_status_t st = run_op(c, w->type, count, sb, rb);

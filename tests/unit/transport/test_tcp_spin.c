@@ -1,0 +1,120 @@
+/*
+ * test_tcp_spin.c - CCOMM_TCP_SPIN_US: a rank whose pending requests are
+ * all TCP spins that long before it sleeps in epoll, and by default (0)
+ * sleeps at once. Seen from outside: the binary is linked with
+ * --wrap=epoll_pwait2 (tests/unit/transport/CMakeLists.txt), the TCP
+ * transport's only sleep, and counts its calls during a ping-pong: with a
+ * spin far longer than a reply takes, no wait sleeps. (Without one, whether
+ * a wait sleeps is a race with the wait loop's first 16 polls, so the
+ * default is not asserted here.)
+ */
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "clock.h"
+#include "config.h"
+#include "mp.h"
+#include "net.h"
+#include "tutil.h"
+
+#define DEADLINE_S 30
+#define ROUNDS     50
+
+static int g_sleeps; /* per process: each forked rank counts its own */
+
+int __real_epoll_pwait2(int fd, struct epoll_event *ev, int max, const struct timespec *t,
+                        const sigset_t *mask);
+int __wrap_epoll_pwait2(int fd, struct epoll_event *ev, int max, const struct timespec *t,
+                        const sigset_t *mask)
+{
+    g_sleeps++;
+    return __real_epoll_pwait2(fd, ev, max, t, mask);
+}
+
+/* ROUNDS 8-byte ping-pongs over TCP with CCOMM_TCP_SPIN_US=arg; 1 if a spinning wait slept. */
+static int rank_pingpong(int rank, int n, void *arg)
+{
+    const char *spin = arg;
+    setenv("CCOMM_TCP_SPIN_US", spin, 1);
+    cc__config_reload();
+    cc__net_config_t cfg;
+    cc__net_t *net;
+    mp_config(&cfg, rank, n, "tcp");
+    MP_CHECK_ST(cc__net_create(&cfg, &net), CC_OK);
+    uint64_t word = 0;
+    int before = g_sleeps;
+    for (int i = 0; i < ROUNDS; i++) {
+        uint64_t dl = cc__deadline_after_ms(DEADLINE_S * 1000);
+        if (rank == 0) {
+            word = (uint64_t)i;
+            MP_CHECK_ST(cc__net_send(net, 1, 3, &word, sizeof(word), dl), CC_OK);
+            MP_CHECK_ST(cc__net_recv(net, 1, 4, &word, sizeof(word), dl), CC_OK);
+            MP_CHECK(word == (uint64_t)i + 1000);
+        } else {
+            MP_CHECK_ST(cc__net_recv(net, 0, 3, &word, sizeof(word), dl), CC_OK);
+            MP_CHECK(word == (uint64_t)i);
+            word += 1000;
+            MP_CHECK_ST(cc__net_send(net, 0, 4, &word, sizeof(word), dl), CC_OK);
+        }
+    }
+    int sleeps = g_sleeps - before;
+    MP_CHECK_ST(mp_barrier(rank), CC_OK);
+    cc__net_destroy(net);
+    if (atoi(spin) > 0 && sleeps != 0) {
+        fprintf(stderr, "rank %d: CCOMM_TCP_SPIN_US=%s, yet %d of %d waits slept in epoll\n",
+                rank, spin, sleeps, ROUNDS);
+        return 1;
+    }
+    return 0;
+}
+
+/* A value outside [0, 10 s] fails the net's creation on every rank (net.c, check_env). */
+static int rank_bad(int rank, int n, void *arg)
+{
+    setenv("CCOMM_TCP_SPIN_US", arg, 1);
+    cc__config_reload();
+    cc__net_config_t cfg;
+    cc__net_t *net = NULL;
+    mp_config(&cfg, rank, n, "tcp");
+    MP_CHECK_ST(cc__net_create(&cfg, &net), CC_ERR_INVALID_ARG);
+    MP_CHECK(net == NULL);
+    return 0;
+}
+
+static void rejects_bad_values(void **state)
+{
+    (void)state;
+    const char *bad[] = {"-1", "10000001"};
+    for (int i = 0; i < 2; i++) {
+        int codes[2];
+        assert_int_equal(mp_fork(2, rank_bad, (void *)bad[i], DEADLINE_S + 30, codes), 0);
+    }
+}
+
+/* A spin needs a CPU per rank: with fewer CPUs than ranks the spin is off (net.c). */
+static void spins_when_asked(void **state)
+{
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) skip();
+    int codes[2];
+    int bad = mp_fork(2, rank_pingpong, *state, DEADLINE_S + 30, codes);
+    for (int i = 0; i < 2; i++)
+        if (codes[i]) fprintf(stderr, "rank %d exited with %d\n", i, codes[i]);
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        {"spins_when_asked", spins_when_asked, NULL, NULL, "10000000"},
+        {"rejects_bad_values", rejects_bad_values, NULL, NULL, NULL},
+    };
+    return _cmocka_run_group_tests("test_tcp_spin", tests, 2, tu_setup, tu_teardown);
+}
