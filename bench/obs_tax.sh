@@ -6,7 +6,10 @@
 # alternating in one run (the order flips every launch). Each launch prints
 # the median per-op time over its rounds; the summary gives the median over
 # launches of each, and the median of the per-launch differences (on - off),
-# in ns per op. The machine is noisy: only figures of one run compare.
+# in ns per op, of the median round and of the fastest round of each launch
+# (on a loaded machine the fastest round is the one least disturbed by
+# others), and of rank 0's process CPU time per op (all its threads: clog's
+# writer too; at 1 rank, --ranks 1, the path's cost without waits). The machine is noisy: only figures of one run compare.
 #
 #   bench/obs_tax.sh                    7 launches of each, 21 rounds of 2000 ops
 #   bench/obs_tax.sh --launches 11 --rounds 31 --ops 5000
@@ -33,7 +36,7 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift ;;
     --transport) TRANSPORT=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "obs_tax.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -69,10 +72,10 @@ one() { # launch mode
     "$@" CCOMM_RECORDER_DIR="$FR" CCOMM_TRANSPORT="$TRANSPORT" CCOMM_LOG_LEVEL=ERROR \
         timeout 600 "$BUILD/bin/ccrun" --no-prefix -n "$RANKS" "$BUILD/bin/obs_tax" \
         "$ROUNDS" "$OPS" >"$out" 2>&1 || { echo "obs_tax.sh: $m launch $l failed:" >&2; tail -5 "$out" >&2; exit 1; }
-    ns=$(awk '$1 == "obs_tax" && $NF != "WRONG" { print $3 }' "$out")
+    ns=$(awk '$1 == "obs_tax" && $NF != "WRONG" { print $3, $5, $7 }' "$out")
     [ -n "$ns" ] || { echo "obs_tax.sh: $m launch $l printed no time:" >&2; tail -5 "$out" >&2; exit 1; }
     echo "$l $m $ns" >>"$RES"
-    echo "# launch $l: $m $ns ns/op (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    echo "# launch $l: $m median/min $ns ns/op (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 }
 
 echo "# obs_tax.sh: $LAUNCHES launches of each, $ROUNDS rounds of $OPS ops, $RANKS ranks, transport $TRANSPORT; $(uptime)" >&2
@@ -84,15 +87,17 @@ python3 - "$RES" <<'EOF'
 import collections, statistics, sys
 by = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
-    l, mode, ns = line.split()
-    by[int(l)][mode] = float(ns)
-on = [v["on"] for v in by.values()]
-off = [v["off"] for v in by.values()]
-diff = [v["on"] - v["off"] for v in by.values()]
-print(f"on  (recorder + clog):  median {statistics.median(on):8.1f} ns/op  "
-      f"(launches: {' '.join(f'{x:.0f}' for x in on)})")
-print(f"off (all of it off):    median {statistics.median(off):8.1f} ns/op  "
-      f"(launches: {' '.join(f'{x:.0f}' for x in off)})")
-print(f"tax (on - off):         median {statistics.median(diff):8.1f} ns/op  "
-      f"(per launch: {' '.join(f'{x:.0f}' for x in diff)})")
+    l, mode, med, low, cpu = line.split()
+    by[int(l)][mode] = (float(med), float(low), float(cpu))
+def show(what, i):
+    on = [v["on"][i] for v in by.values()]
+    off = [v["off"][i] for v in by.values()]
+    diff = [v["on"][i] - v["off"][i] for v in by.values()]
+    print(f"{what}: on {statistics.median(on):.1f}  off {statistics.median(off):.1f}  "
+          f"tax {statistics.median(diff):+.1f} ns/op  (per-launch taxes: "
+          f"{' '.join(f'{x:.0f}' for x in diff)})")
+print("# medians over launches of each launch's figure over its rounds")
+show("median round", 0)
+show("fastest round", 1)
+show("cpu of rank 0", 2)
 EOF
