@@ -44,6 +44,10 @@ struct cc__clog_fmt {
     size_t nsig, sigcap;
     struct comm_ent *comms; /* the same scheme, by comm id */
     size_t ncomm, commcap;
+    /* The last signature found: an op's Q, S and E lines, and a training
+     * loop's repeats, share it, so most lines skip the hash and the probe. */
+    struct sigkey last;
+    uint32_t last_n; /* 0: none yet */
 };
 
 /* An append-only view of the output buffer; never writes past cap. */
@@ -226,16 +230,19 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     k.dtype = r->dtype;
     k.redop = r->redop;
     *fresh = 0;
+    if (f->last_n && sig_eq(&f->last, &k)) return f->last_n;
     if ((f->nsig + 1) * 2 > f->sigcap && sig_grow(f) != 0) return 0;
     size_t j = sig_hash(&k) & (f->sigcap - 1);
-    while (f->sigs[j].n) {
-        if (sig_eq(&f->sigs[j].key, &k)) return f->sigs[j].n;
+    while (f->sigs[j].n && !sig_eq(&f->sigs[j].key, &k))
         j = (j + 1) & (f->sigcap - 1);
+    if (!f->sigs[j].n) {
+        f->sigs[j].key = k;
+        f->sigs[j].n = (uint32_t)++f->nsig;
+        *fresh = 1;
     }
-    f->sigs[j].key = k;
-    f->sigs[j].n = (uint32_t)++f->nsig;
-    *fresh = 1;
-    return f->sigs[j].n;
+    f->last = k;
+    f->last_n = f->sigs[j].n;
+    return f->last_n;
 }
 
 /* As sig_grow, for the comm table. */
