@@ -130,8 +130,8 @@ for l in $(seq 1 "$LAUNCHES"); do
         for n in $RANKS; do
             echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
             # 8-byte latency: many iterations of one size.
-            # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then,
-            # and each new page of it costs a fault (~15 us here, every 16 ops) until it wrapped.
+            # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then
+            # (its pages are mapped populated, but its lines come cold from memory on the first lap).
             case " $COLLS " in *" allreduce "*) both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
             for c in $COLLS; do
                 both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
