@@ -13,8 +13,10 @@
  * the per-op time, the slower rank's per round; CPU: rank 0's process CPU time
  * (user + system, all threads: clog's writer too) per op over all rounds, and
  * WALL its elapsed time per op over the same span. With one rank per core and
- * nothing waiting, CPU is the cost of the path, scheduling noise aside. The warm-up (default 10000 calls) wraps the
- * recorder's default ring (4096 slots) twice, so its pages are faulted in.
+ * nothing waiting, CPU is the cost of the path, scheduling noise aside.
+ * The warm-up (default 10000 calls) wraps the recorder's default ring (4096
+ * slots) twice, so the timed rounds are its steady state; WARMUP 0 times the
+ * first lap.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +54,8 @@ static long arg(int argc, char **argv, int i, long dflt, long lo, long hi)
     char *end;
     long v = strtol(argv[i], &end, 10);
     if (*end || v < lo || v > hi) {
-        fprintf(stderr, "obs_tax: argument %d \"%s\" is not an integer in %ld .. %ld\n", i,
-                argv[i], lo, hi);
+        fprintf(stderr, "obs_tax: argument %d \"%s\" is not an integer in %ld .. %ld\n", i, argv[i],
+                lo, hi);
         exit(2);
     }
     return v;
