@@ -10,11 +10,15 @@
 #   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
 #   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
 #   bench/compare.sh --colls "allreduce broadcast" --ranks 2 --transports shm --launches 5
+#   bench/compare.sh --quick --plot docs/img/compare.svg
 #
 # Options: --build DIR (default build), --launches N, --colls LIST, --ranks LIST,
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
 # --out FILE (also write the markdown table there), --keep (keep raw results),
-# --budget BYTES (per size and placement, default 256M; 64M quarters a run).
+# --budget BYTES (per size and placement, default 256M; 64M quarters a run),
+# --plot FILE.svg (also draw busbw against size, log-log, one panel per
+# collective and transport, ccomm and Open MPI per rank count, from the
+# same run's medians; needs gnuplot: apt-get install gnuplot-nox).
 # Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
 # with apt-get when mpicc is missing.
 set -eu
@@ -27,6 +31,7 @@ RANKS="2 4"
 TRANSPORTS="shm tcp"
 MAX=64M
 OUT=""
+PLOT=""
 KEEP=0
 ITERS=100
 WARMUP=10
@@ -43,13 +48,20 @@ while [ $# -gt 0 ]; do
     --max) MAX=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
     --out) OUT=$2; shift ;;
+    --plot) PLOT=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
+# Checked before the run, not after 90 minutes of it.
+if [ -n "$PLOT" ]; then
+    case "$PLOT" in *.svg) ;; *) echo "compare.sh: --plot \"$PLOT\": the file must end in .svg" >&2; exit 2 ;; esac
+    command -v gnuplot >/dev/null 2>&1 ||
+        { echo "compare.sh: --plot needs gnuplot: install it (apt-get install gnuplot-nox)" >&2; exit 2; }
+fi
 
 # ---- build ---------------------------------------------------------------------------------
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
@@ -118,8 +130,8 @@ for l in $(seq 1 "$LAUNCHES"); do
         for n in $RANKS; do
             echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
             # 8-byte latency: many iterations of one size.
-            # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then,
-            # and each new page of it costs a fault (~15 us here, every 16 ops) until it wrapped.
+            # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then
+            # (its pages are mapped populated, but its lines come cold from memory on the first lap).
             case " $COLLS " in *" allreduce "*) both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
             for c in $COLLS; do
                 both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
@@ -155,4 +167,5 @@ for k in keys:
 EOF
 cat "$TMP/table.md"
 [ -z "$OUT" ] || cp "$TMP/table.md" "$OUT"
+[ -z "$PLOT" ] || "$SRC/bench/compare_plot.sh" "$RES" "$PLOT" "$START, $LAUNCHES launch(es), medians"
 [ "$KEEP" = 0 ] || echo "# raw results kept in $TMP" >&2

@@ -44,6 +44,10 @@ struct cc__clog_fmt {
     size_t nsig, sigcap;
     struct comm_ent *comms; /* the same scheme, by comm id */
     size_t ncomm, commcap;
+    /* The last signature found: an op's Q, S and E lines, and a training
+     * loop's repeats, share it, so most lines skip the hash and the probe. */
+    struct sigkey last;
+    uint32_t last_n; /* 0: none yet */
 };
 
 /* An append-only view of the output buffer; never writes past cap. */
@@ -53,7 +57,7 @@ struct out {
 };
 
 /* Cut rather than overflow: the caller sized the buffer for the longest line. */
-static void put(struct out *o, const char *s, size_t n)
+static inline void put(struct out *o, const char *s, size_t n)
 {
     if (n > o->cap - o->len) n = o->cap - o->len;
     memcpy(o->p + o->len, s, n);
@@ -64,6 +68,10 @@ static void puts_(struct out *o, const char *s)
 {
     put(o, s, strlen(s));
 }
+
+/* A string literal: its length is known at compile time, so the copy is a few
+ * moves, not a strlen and a memcpy call (3 lines an op go through here). */
+#define PUTL(o, lit) put((o), "" lit, sizeof(lit) - 1)
 
 /* Decimal digits by hand: snprintf costs more than all the rest of a line. */
 static void putf_u64(struct out *o, uint64_t v)
@@ -118,7 +126,7 @@ static void put_esc(struct out *o, const char *s, size_t limit)
         int esc = ch < 0x20 || ch >= 0x7f || ch == '|' || ch == '%';
         /* Room for one escape and the "..." is kept, so the cut is always marked. */
         if (o->len + 3 + 3 > limit) {
-            puts_(o, "...");
+            PUTL(o, "...");
             return;
         }
         if (esc) {
@@ -222,16 +230,19 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     k.dtype = r->dtype;
     k.redop = r->redop;
     *fresh = 0;
+    if (f->last_n && sig_eq(&f->last, &k)) return f->last_n;
     if ((f->nsig + 1) * 2 > f->sigcap && sig_grow(f) != 0) return 0;
     size_t j = sig_hash(&k) & (f->sigcap - 1);
-    while (f->sigs[j].n) {
-        if (sig_eq(&f->sigs[j].key, &k)) return f->sigs[j].n;
+    while (f->sigs[j].n && !sig_eq(&f->sigs[j].key, &k))
         j = (j + 1) & (f->sigcap - 1);
+    if (!f->sigs[j].n) {
+        f->sigs[j].key = k;
+        f->sigs[j].n = (uint32_t)++f->nsig;
+        *fresh = 1;
     }
-    f->sigs[j].key = k;
-    f->sigs[j].n = (uint32_t)++f->nsig;
-    *fresh = 1;
-    return f->sigs[j].n;
+    f->last = k;
+    f->last_n = f->sigs[j].n;
+    return f->last_n;
 }
 
 /* As sig_grow, for the comm table. */
@@ -292,25 +303,25 @@ static const char *redop_or_dash(unsigned r)
 /* "C<n>|sig|all_reduce|in_count=..|...|comm=<name>\n" */
 static void put_sig(struct out *o, uint32_t n, const struct cc__clog_rec *r)
 {
-    puts_(o, "C");
+    PUTL(o, "C");
     putf_u64(o, n);
-    puts_(o, "|sig|");
+    PUTL(o, "|sig|");
     puts_(o, cc_op_type_name((cc_op_type_t)r->type));
-    puts_(o, "|in_count=");
+    PUTL(o, "|in_count=");
     putf_u64(o, r->in_count);
-    puts_(o, "|out_count=");
+    PUTL(o, "|out_count=");
     putf_u64(o, r->out_count);
-    puts_(o, "|dtype=");
+    PUTL(o, "|dtype=");
     puts_(o, dtype_or_dash(r->dtype));
-    puts_(o, "|red_op=");
+    PUTL(o, "|red_op=");
     puts_(o, redop_or_dash(r->redop));
-    puts_(o, "|root=");
+    PUTL(o, "|root=");
     putf_i64(o, r->root);
-    puts_(o, "|peer=");
+    PUTL(o, "|peer=");
     putf_i64(o, r->peer);
-    puts_(o, "|comm=");
+    PUTL(o, "|comm=");
     put_esc(o, r->name, o->len + 1024);
-    puts_(o, "\n");
+    PUTL(o, "\n");
 }
 
 /* One of C<n>|Q, S, E, W, A. */
@@ -318,26 +329,26 @@ static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struc
 {
     static const char letters[] = "?QSEWA"; /* indexed by enum cc__clog_kind */
     size_t start = o->len;                  /* a message is cut relative to the line */
-    puts_(o, "C");
+    PUTL(o, "C");
     putf_u64(o, n);
-    char ev[4] = {'|', letters[r->kind], '|', 0};
-    puts_(o, ev);
-    puts_(o, "op_id=");
+    char ev[3] = {'|', letters[r->kind], '|'};
+    put(o, ev, 3);
+    PUTL(o, "op_id=");
     putf_u64(o, r->op_id);
-    puts_(o, "|seq=");
+    PUTL(o, "|seq=");
     putf_u64(o, r->seq);
     if (r->kind == CC__CLOG_REC_E) {
-        puts_(o, "|status=");
+        PUTL(o, "|status=");
         puts_(o, cc_status_name((cc_status_t)r->status));
-        puts_(o, "|dur=");
+        PUTL(o, "|dur=");
         /* A clock that went backwards between threads reads as 0, never as huge. */
         put_secs(o, r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0);
     } else if (r->kind == CC__CLOG_REC_A) {
-        puts_(o, "|comm=");
+        PUTL(o, "|comm=");
         put_esc(o, r->name, o->len + 1024);
-        puts_(o, "|reason=");
+        PUTL(o, "|reason=");
         puts_(o, cc_status_name((cc_status_t)r->status));
-        puts_(o, "|msg=");
+        PUTL(o, "|msg=");
         put_esc(o, r->text ? r->text : "", start + CC__CLOG_LINE_MAX - 32);
     }
     put_off_nl(o, c, r->t_ns);
@@ -348,28 +359,28 @@ static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t 
                          const struct cc__clog_rec *r)
 {
     size_t start = o->len;
-    puts_(o, "new_comm|comm=");
+    PUTL(o, "new_comm|comm=");
     put_esc(o, r->name, start + 1024);
-    puts_(o, "|id=");
+    PUTL(o, "|id=");
     put_hex(o, r->comm_id);
-    puts_(o, "|rank=");
+    PUTL(o, "|rank=");
     putf_i64(o, r->rank);
-    puts_(o, "|size=");
+    PUTL(o, "|size=");
     putf_i64(o, r->size);
     put_off_nl(o, c, r->t_ns);
     /* t_ref_ns carries the parent's id: nonzero for children of split and create_group. */
     if (r->t_ref_ns) {
         const char *parent = comm_name(f, r->t_ref_ns);
         start = o->len;
-        puts_(o, "split|parent=");
+        PUTL(o, "split|parent=");
         put_esc(o, parent ? parent : "?", start + 1024);
-        puts_(o, "|child=");
+        PUTL(o, "|child=");
         put_esc(o, r->name, start + 2048);
-        puts_(o, "|parent_id=");
+        PUTL(o, "|parent_id=");
         put_hex(o, r->t_ref_ns);
-        puts_(o, "|child_id=");
+        PUTL(o, "|child_id=");
         put_hex(o, r->comm_id);
-        puts_(o, "|ranks=");
+        PUTL(o, "|ranks=");
         put_esc(o, r->text ? r->text : "?", start + CC__CLOG_LINE_MAX - 32);
         put_off_nl(o, c, r->t_ns);
     }
@@ -386,9 +397,9 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
         put_new_comm(&o, f, c, rec);
         break;
     case CC__CLOG_REC_END:
-        puts_(&o, "end_comm|comm=");
+        PUTL(&o, "end_comm|comm=");
         put_esc(&o, rec->name, 1024);
-        puts_(&o, "|id=");
+        PUTL(&o, "|id=");
         put_hex(&o, rec->comm_id);
         put_off_nl(&o, c, rec->t_ns);
         break;
@@ -422,9 +433,9 @@ size_t cc__clog_fmt_drop(const cc_clog_t *c, uint64_t count, uint64_t total, uin
                          size_t cap)
 {
     struct out o = {buf, 0, cap};
-    puts_(&o, "DROP|count=");
+    PUTL(&o, "DROP|count=");
     putf_u64(&o, count);
-    puts_(&o, "|total=");
+    PUTL(&o, "|total=");
     putf_u64(&o, total);
     put_off_nl(&o, c, t);
     return o.len;
@@ -433,7 +444,7 @@ size_t cc__clog_fmt_drop(const cc_clog_t *c, uint64_t count, uint64_t total, uin
 size_t cc__clog_fmt_end(const cc_clog_t *c, uint64_t total, uint64_t t, char *buf, size_t cap)
 {
     struct out o = {buf, 0, cap};
-    puts_(&o, "END|dropped=");
+    PUTL(&o, "END|dropped=");
     putf_u64(&o, total);
     put_off_nl(&o, c, t);
     return o.len;
@@ -446,13 +457,13 @@ size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
     if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "?");
     host[sizeof(host) - 1] = '\0';
     struct out o = {buf, 0, cap};
-    puts_(&o, "V|1|base_timestamp=");
+    PUTL(&o, "V|1|base_timestamp=");
     put_us(&o, c->base_real_ns / 1000);
-    puts_(&o, "|rank=");
+    PUTL(&o, "|rank=");
     putf_i64(&o, c->rank);
-    puts_(&o, "|pid=");
+    PUTL(&o, "|pid=");
     putf_i64(&o, (int64_t)getpid());
-    puts_(&o, "|host=");
+    PUTL(&o, "|host=");
     put_esc(&o, host, 1024);
     /* Which events the file can hold: a reader must not call an op "never
      * ended" when E lines were not asked for. */
@@ -463,8 +474,8 @@ size_t cc__clog_fmt_header(const cc_clog_t *c, char *buf, size_t cap)
         if (c->events & (1u << i)) ev[ne++] = letters[i];
     if (!ne) ev[ne++] = '-';
     ev[ne] = '\0';
-    puts_(&o, "|events=");
+    PUTL(&o, "|events=");
     puts_(&o, ev);
-    puts_(&o, "\n");
+    PUTL(&o, "\n");
     return o.len;
 }

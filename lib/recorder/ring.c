@@ -437,7 +437,10 @@ static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
                                    : "");
         return CC_ERR_SYSTEM;
     }
-    void *base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    /* Populated: the pages fallocate reserved enter our page tables now, not
+     * one fault every 16 slots of the first lap on the op path. */
+    void *base =
+        mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
     if (base == MAP_FAILED) {
         cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot map %s (%llu bytes): %s", path,
                      (unsigned long long)size, strerror(errno));

@@ -51,6 +51,7 @@ typedef struct cc__fr_ring {
 /*
  * Create (or truncate) the ring file at `path`, reserve its pages (so a full
  * /dev/shm fails here, not with SIGBUS on the op path), map it shared and
+ * populated (no page faults on the op path during the first lap), and
  * write the header; the magic goes last. *out is new (cc__fr_ring_destroy).
  * Returns CC_OK, CC_ERR_INVALID_ARG (bad params), CC_ERR_SYSTEM (file, space
  * or mmap; logged with the path and errno), CC_ERR_NO_MEMORY.

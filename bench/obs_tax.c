@@ -1,0 +1,101 @@
+/*
+ * obs_tax.c - time an 8-byte allreduce (2 float32, sum) with no hook of its
+ * own, so that the only subscribers on the chains are the ones the
+ * environment turns on (recorder, clog, tracepoints). bench/obs_tax.sh runs
+ * it with everything on and everything off, alternating, and prints the
+ * difference: the observability tax per op.
+ *
+ *   build/bin/ccrun -n 2 build/bin/obs_tax [ROUNDS [OPS [WARMUP]]]
+ *
+ * Prints on rank 0 one line
+ *   obs_tax ns_per_op MEDIAN min MIN cpu CPU wall WALL rounds R ops N
+ * MEDIAN and MIN: the median and the least over ROUNDS rounds of OPS calls of
+ * the per-op time, the slower rank's per round; CPU: rank 0's process CPU time
+ * (user + system, all threads: clog's writer too) per op over all rounds, and
+ * WALL its elapsed time per op over the same span. With one rank per core and
+ * nothing waiting, CPU is the cost of the path, scheduling noise aside.
+ * The warm-up (default 10000 calls) wraps the recorder's default ring (4096
+ * slots) twice, so the timed rounds are its steady state; WARMUP 0 times the
+ * first lap.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "ccomm/ccomm.h"
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* CPU time of the whole process (all its threads: clog's writer too). */
+static double cpu_ns(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return ((double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec) * 1e9 +
+           ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) * 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long arg(int argc, char **argv, int i, long dflt, long lo, long hi)
+{
+    if (argc <= i) return dflt;
+    char *end;
+    long v = strtol(argv[i], &end, 10);
+    if (*end || v < lo || v > hi) {
+        fprintf(stderr, "obs_tax: argument %d \"%s\" is not an integer in %ld .. %ld\n", i, argv[i],
+                lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = (int)arg(argc, argv, 1, 21, 1, 10000);
+    int ops = (int)arg(argc, argv, 2, 2000, 1, 100000000);
+    long warm = arg(argc, argv, 3, 10000, 0, 100000000);
+    cc_comm_t *c;
+    cc_status_t st = cc_comm_init_from_env(&c, NULL);
+    if (st != CC_OK) {
+        fprintf(stderr, "obs_tax: cc_comm_init_from_env failed: %s\n", cc_status_str(st));
+        return 1;
+    }
+    float s[2] = {1, 2}, r[2];
+    double *t = malloc(sizeof(double) * (size_t)rounds);
+    if (!t) return 1;
+    for (long i = 0; i < warm; i++)
+        if (cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL) != CC_OK) return 1;
+    double c0 = cpu_ns(), w0 = now_ns();
+    for (int k = 0; k < rounds; k++) {
+        cc_barrier(c, NULL, NULL);
+        double t0 = now_ns();
+        for (int i = 0; i < ops; i++)
+            if (cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL) != CC_OK) return 1;
+        t[k] = (now_ns() - t0) / ops;
+        cc_allreduce(c, &t[k], &t[k], 1, CC_FLOAT64, CC_MAX, NULL, NULL);
+    }
+    /* Per op over all rounds, this rank's; the barriers and time exchanges are in it. */
+    double n_ops = (double)rounds * ops;
+    double cpu = (cpu_ns() - c0) / n_ops, wall = (now_ns() - w0) / n_ops;
+    int bad = r[0] != (float)cc_comm_size(c) || r[1] != 2.0f * (float)cc_comm_size(c);
+    if (cc_comm_rank(c) == 0) {
+        qsort(t, (size_t)rounds, sizeof(double), cmp_double);
+        printf("obs_tax ns_per_op %.1f min %.1f cpu %.1f wall %.1f rounds %d ops %d%s\n",
+               t[rounds / 2], t[0], cpu, wall, rounds, ops, bad ? " WRONG" : "");
+    }
+    free(t);
+    cc_comm_destroy(c);
+    return bad;
+}
