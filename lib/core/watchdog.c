@@ -50,6 +50,8 @@ static struct {
     char store_addr[300];        /* where `store` connects (the first world's store) */
     _Atomic int store_closing;   /* that store stops: no more store calls (set by its host) */
     _Atomic int store_idle;      /* the thread saw store_closing and makes no store call */
+    int store_lost;              /* the connection broke (its host exited): no more store calls
+                                    (watchdog thread only) */
     int64_t seen_gen;            /* last job-wide dump request handled */
     uint64_t *hb_value;          /* per world rank: last heartbeat seen */
     uint64_t *hb_changed_ns;     /* when it last changed */
@@ -128,11 +130,29 @@ static void wait_dumps_at_exit(void)
     wait_dumps(5000);
 }
 
+/*
+ * A store call's status. A lost connection does not come back (the rank that
+ * hosted the store has exited, or the store stopped): say once what this rank
+ * no longer does, and make no more store calls, instead of one error line per
+ * call and tick for as long as the process lives.
+ */
+static int store_call_ok(cc_status_t st)
+{
+    if (st == CC_ERR_PEER_LOST && !wd.store_lost) {
+        wd.store_lost = 1;
+        cc_log_warn(CC_SUBSYS_WATCHDOG, "watchdog: lost its connection to the store %s (the rank "
+                    "that hosted it has probably exited): no more heartbeats, job-wide dump "
+                    "requests or stall checks from this rank; its own dumps go on",
+                    wd.store_addr);
+    }
+    return st == CC_OK;
+}
+
 /* Tell every rank of the job to dump: bump a generation and leave the reason. */
 static void publish_dump_request(void)
 {
     int64_t gen = 0;
-    if (cc__store_add(wd.store, "dump/gen", 1, &gen) != CC_OK) return;
+    if (!store_call_ok(cc__store_add(wd.store, "dump/gen", 1, &gen))) return;
     char key[48];
     snprintf(key, sizeof(key), "dump/req/%lld", (long long)gen);
     cc__store_set(wd.store, key, wd.reason, strlen(wd.reason));
@@ -142,7 +162,7 @@ static void publish_dump_request(void)
 static void poll_dump_requests(void)
 {
     int64_t gen = 0;
-    if (cc__store_add(wd.store, "dump/gen", 0, &gen) != CC_OK || gen <= wd.seen_gen) return;
+    if (!store_call_ok(cc__store_add(wd.store, "dump/gen", 0, &gen)) || gen <= wd.seen_gen) return;
     char key[48];
     snprintf(key, sizeof(key), "dump/req/%lld", (long long)gen);
     void *val = NULL;
@@ -166,7 +186,7 @@ static void beat(uint64_t now)
     char key[32], val[24];
     snprintf(key, sizeof(key), "hb/%d", wd.rank);
     int n = snprintf(val, sizeof(val), "%llu", (unsigned long long)++wd.beat);
-    cc__store_set(wd.store, key, val, (size_t)n);
+    store_call_ok(cc__store_set(wd.store, key, val, (size_t)n));
 }
 
 /* Which members of a stalled comm stopped beating? Returns the first such world rank, or -1. */
@@ -182,7 +202,8 @@ static int silent_peer(const int *members, int n, uint64_t now, uint64_t limit_n
         if (!keys[i]) goto out;
         snprintf(keys[i], 24, "hb/%d", members[i]);
     }
-    if (cc__store_multi_get(wd.store, (const char *const *)keys, (size_t)n, vals, lens, 200) != CC_OK)
+    if (!store_call_ok(
+            cc__store_multi_get(wd.store, (const char *const *)keys, (size_t)n, vals, lens, 200)))
         goto out;
     for (int i = 0; i < n; i++) {
         int w = members[i];
@@ -250,7 +271,7 @@ static void *watchdog_main(void *arg)
             (void)r;
         }
         if (atomic_load(&wd.stop)) break;
-        int store_ok = !atomic_load(&wd.store_closing);
+        int store_ok = !atomic_load(&wd.store_closing) && !wd.store_lost;
         if (!store_ok) atomic_store(&wd.store_idle, 1);
         if (store_ok && atomic_exchange(&wd.publish_timeout, 0)) publish_dump_request();
         int ld = atomic_exchange(&wd.local_dump, 0);

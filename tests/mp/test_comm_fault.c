@@ -222,6 +222,65 @@ static void test_store_host_leaves_first(void **s)
     assert_int_equal(cc_test_fork_ranks(2, host_leaves_first, addr, 60, envs, NULL), 0);
 }
 
+/*
+ * The store's host (rank 0) is done and gone while rank 1 lives on: rank 1's
+ * watchdog loses its store connection. It must say so once and stop calling
+ * the store, not log a failed call every tick for the rest of the process.
+ */
+static int host_gone(int rank, int size, const char *addr, void *arg)
+{
+    (void)addr;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, (const char *)arg, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    if (rank == 1) usleep(2000000); /* 20 watchdog ticks, most with the store gone */
+    cc_comm_destroy(comm); /* rank 1's may fail: the store is gone */
+    return 0;
+}
+
+static int count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
+}
+
+static void test_store_host_gone_quiet(void **s)
+{
+    (void)s;
+    char dir[] = "/tmp/cctest-hostgone-XXXXXX", env_log[200], addr[64], path[240];
+    assert_non_null(mkdtemp(dir));
+    snprintf(env_log, sizeof(env_log), "CCOMM_LOG_FILE=%s/rank%%r.log", dir);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    close(fd);
+    /* No linger: rank 0 stops the store at its destroy while rank 1 still holds its comm. */
+    const char *envs[] = {"CCOMM_LOG_LEVEL=WARN", "CCOMM_HEARTBEAT_MS=100",
+                          "CCOMM_STORE_LINGER=0", env_log, NULL};
+    assert_int_equal(cc_test_fork_ranks(2, host_gone, addr, 60, envs, NULL), 0);
+    snprintf(path, sizeof(path), "%s/rank1.log", dir);
+    int errors = count_lines(path, "\"dump/") + count_lines(path, "\"hb/");
+    int said = count_lines(path, "lost its connection to the store");
+    printf("rank 1 after the store's host left: %d store error line(s), %d notice(s)\n", errors,
+           said);
+    assert_true(errors >= 0 && errors <= 2); /* the call that found it gone */
+    assert_int_equal(said, 1);
+    for (int r = -1; r < 2; r++) { /* rank -1: lines logged before a rank was known */
+        snprintf(path, sizeof(path), "%s/rank%d.log", dir, r);
+        unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_cascade_shm), cmocka_unit_test(test_cascade_tcp),
         cmocka_unit_test(test_timeout),     cmocka_unit_test(test_abort),
         cmocka_unit_test(test_store_host_leaves_first),
+        cmocka_unit_test(test_store_host_gone_quiet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
