@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "recorder/ring.h"
 
 #define WORLD_ID 0x5ca1ab1e00000001ull

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "clog_internal.h"
-#include "op.h"
+#include "base/clock.h"
+#include "clog/clog_internal.h"
+#include "engine/op.h"
 
 static cc__op_t bench_op(void)
 {

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #define MAXSRC 4
 

@@ -3,7 +3,7 @@
  *
  * Two kinds of call sites are measured:
  *   site  an emit site below the door: cc__lttng_xfer_begin(...), as the
- *         transport calls it per chunk (lib/core/lttng.h);
+ *         transport calls it per chunk (lib/base/lttng.h);
  *   op    the hook chains one op passes: PRE, START and POST, i.e. what the
  *         provider's subscriber adds to every op (op_enqueue, op_start,
  *         op_end when recorded).
@@ -23,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "chain.h"
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
+#include "hooks/chain.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
 
 #ifndef CC_BENCH_PROVIDER
 #define CC_BENCH_PROVIDER ""

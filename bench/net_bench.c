@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "net.h"
+#include "transport/net.h"
 
 #define MAX_REPS 15
 #define NSIZES   3

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
-#include "op.h"
+#include "base/config.h"
+#include "engine/op.h"
 #include "recorder/recorder.h"
 
 #define BATCH 256

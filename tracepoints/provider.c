@@ -4,7 +4,7 @@
  *
  * The plugin holds the probes, the tracepoint definitions and every call
  * site, so the core needs no LTTng header or library. The core attaches it
- * (lib/core/lttng.c) by calling cc_lttng_provider_attach_v1 with the hook
+ * (lib/base/lttng.c) by calling cc_lttng_provider_attach_v1 with the hook
  * calls to subscribe with; the plugin answers with the sites table that
  * the transport and the dumper emit through.
  *
@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "lttng.h"
+#include "base/lttng.h"
 
 #define CCOMM_TP_EXPORT __attribute__((visibility("default")))
 

@@ -24,8 +24,8 @@
 #include <openssl/crypto.h>
 
 #include "bootstrap/store_client_int.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define IO_MIN_MS        10000      /* the least time the server gets to answer beyond a wait */
 #define RETRY_FIRST_MS   10         /* connect retries back off from here ... */

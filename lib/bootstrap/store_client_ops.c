@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "bootstrap/store_client_int.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 static int timeout_ok(int64_t timeout_ms, const char *op)
 {

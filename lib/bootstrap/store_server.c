@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "bootstrap/store_server_int.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define SRV_MAX_EVENTS     128
 #define SRV_ACCEPT_BATCH   256

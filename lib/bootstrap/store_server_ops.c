@@ -18,8 +18,8 @@
 #include <openssl/crypto.h>
 
 #include "bootstrap/store_server_int.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define SMALL_FIELDS 8 /* requests with up to this many fields need no allocation */
 

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "bootstrap/store_client_int.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 /* Milliseconds left before `deadline` (0 when passed). */
 static int64_t ms_left(uint64_t deadline)

@@ -16,11 +16,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "clog_internal.h"
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
+#include "base/clock.h"
+#include "clog/clog_internal.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 
 static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_clog_t *g_open; /* open loggers (next_open) */

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "ccomm/comm.h"
-#include "clog_internal.h"
-#include "log.h"
+#include "clog/clog_internal.h"
+#include "base/log.h"
 
 /* Remove an attachment's hooks. A comm's hooks went away with the comm
  * when it was destroyed: CC_ERR_NOT_FOUND then is expected. */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clog_internal.h"
+#include "clog/clog_internal.h"
 
 /* What makes two ops "the same kind of op" (one C<n>). */
 struct sigkey {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "ccomm/comm.h"
-#include "clog_internal.h"
+#include "clog/clog_internal.h"
 
 /* The class of each op type, from the table in ccomm/types.h. */
 enum { CLS_COLL, CLS_P2P, CLS_LIFE };

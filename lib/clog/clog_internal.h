@@ -17,7 +17,7 @@
 
 #include "ccomm/clog.h"
 #include "ccomm/hooks.h"
-#include "clog_ring.h"
+#include "clog/clog_ring.h"
 
 #define CC__CLOG_MAGIC            0x636c6f67u /* "clog" */
 #define CC__CLOG_DEFAULT_RING     32768u      /* 6 MiB: 32 ms of slack at 1 M records/s */

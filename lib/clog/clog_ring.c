@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clog_ring.h"
+#include "clog/clog_ring.h"
 
 int cc__clog_ring_init(struct cc__clog_ring *r, uint64_t cap)
 {

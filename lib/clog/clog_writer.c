@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "clog_internal.h"
-#include "log.h"
+#include "base/clock.h"
+#include "clog/clog_internal.h"
+#include "base/log.h"
 
 #define WRITER_MIN_SLEEP_US 1000u
 #define WRITER_MAX_SLEEP_US 10000u

@@ -6,11 +6,11 @@
  */
 #include <stdlib.h>
 
-#include "coll_api.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "validate.h"
+#include "core/coll_api.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/validate.h"
 
 void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 {

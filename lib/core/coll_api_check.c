@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "coll_api.h"
-#include "log.h"
-#include "validate.h"
+#include "core/coll_api.h"
+#include "base/log.h"
+#include "core/validate.h"
 
 /* Largest element count whose byte size a transfer can hold. */
 static size_t max_elems(cc_dtype_t dt)

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_api.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "validate.h"
+#include "core/coll_api.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/validate.h"
 
 struct co_call {
     cc_comm_t *comm;

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_api.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "validate.h"
+#include "core/coll_api.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/validate.h"
 
 /* Per-rank arrays of an op: [0] send counts, [1] send displs, [2] recv counts, [3] recv displs. */
 typedef const size_t *cc__arrays_t[4];

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "config.h"
-#include "door.h"
-#include "log.h"
-#include "plugin.h"
+#include "base/clock.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/plugin.h"
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc_comm_t *g_reg_head;

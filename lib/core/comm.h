@@ -1,73 +1,12 @@
 /*
- * comm.h - the communicator object (internal).
+ * comm.h - communicator lifecycle, the registry and the world (internal).
  *
- * Invariants: magic == CC__COMM_MAGIC while the handle is valid; rank, size,
- * id and world_ranks never change after init; coll_seq and the per-peer
- * p2p counters are touched only by the thread issuing ops (ops on a comm
- * are per-communicator serial); error goes from CC_OK to one error, once.
+ * The struct itself is in engine/comm.h, where engines read it.
  */
 #ifndef CC_CORE_COMM_H
 #define CC_CORE_COMM_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
-
-#include "bootstrap/store.h"
-#include "ccomm/ccomm.h"
-#include "chain.h"
-#include "engine.h"
-
-#define CC__COMM_MAGIC 0x63636f6d6d5f4f4bull /* "ccomm_OK" */
-#define CC__COMM_DEAD 0x63636f6d6d5f5858ull  /* "ccomm_XX": destroyed */
-
-/* What ranks of one job share: the store and the job's identity. */
-typedef struct cc__world {
-    _Atomic int refs;              /* communicators using it */
-    char job_id[128];
-    int world_size;
-    int world_rank;
-    cc__store_t *store;            /* root connection */
-    cc__store_server_t *server;    /* set when this process hosts the store */
-    char store_addr[256];
-    char job_key[80];              /* the key every store connection proves (secret) */
-} cc__world_t;
-
-struct cc_comm {
-    uint64_t magic;
-    uint64_t id;                   /* equal on every member */
-    uint64_t parent_id;            /* 0 for a world communicator */
-    char name[64];
-    int rank;
-    int size;
-    int *world_ranks;              /* size entries: comm rank -> world rank */
-    int device;
-    int64_t timeout_ms;
-    char transport_req[8];         /* "auto" or "tcp" */
-    cc__world_t *world;
-    cc__store_t *store;            /* a view "c/<id>/" of world->store */
-    uint64_t children;             /* splits and groups made from this comm */
-
-    uint64_t coll_seq;             /* last collective number handed out */
-    uint64_t *send_seq;            /* per peer: last send number */
-    uint64_t *recv_seq;            /* per peer: last receive number */
-
-    _Atomic int error;             /* cc_status_t that broke the comm; CC_OK while healthy */
-    _Atomic int abort_ran;         /* the abort chain ran (once) */
-    cc__chain_set_t hooks;         /* this comm's own hooks */
-
-    const cc_engine_v1_t *engine;
-    void *engine_state;
-    void *engine_arg;              /* for the engine's comm_create: split hook result, external arg */
-
-    struct cc_comm *reg_next;      /* registry of live comms (watchdog, dumps, signals) */
-    _Atomic int pins;              /* the watchdog holds the comm; destroy waits for 0 */
-
-    /* Progress, for the watchdog's stall check (relaxed counters, no lock). */
-    _Atomic uint64_t ops_issued;   /* ops handed to the engine */
-    _Atomic uint64_t ops_done;     /* ops finished */
-    _Atomic uint64_t last_progress_ns; /* last issue or finish */
-};
+#include "engine/comm.h"
 
 /* 1 if comm is a live handle (checks the magic; NULL is not). */
 int cc__comm_valid(const cc_comm_t *comm);
@@ -144,8 +83,5 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
 cc_status_t cc__launcher_find(int *rank, int *size, char *addr, size_t addrlen, int *hosts,
                               const char **who);
 
-/* Door entry for lifecycle events (init, split, destroy, abort). */
-cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t parent_id,
-                               cc_status_t (*action)(cc_comm_t *comm, void *arg), void *arg);
 
 #endif /* CC_CORE_COMM_H */

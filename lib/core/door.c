@@ -18,11 +18,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "work.h"
+#include "base/clock.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/work.h"
 
 static _Atomic uint64_t g_op_id;
 

@@ -3,7 +3,7 @@
 #define CC_CORE_DOOR_H
 
 #include "ccomm/ccomm.h"
-#include "op.h"
+#include "engine/op.h"
 
 /* Fill an op with the comm's defaults (no identity yet). */
 void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type);
@@ -32,10 +32,12 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts);
  */
 cc_status_t cc__door_reentry(cc_comm_t *comm, cc_op_type_t type);
 
-/* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
-cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);
 
 /* 1 for the receiving op types (their p2p_seq counts receives). */
 int cc__op_is_recv(cc_op_type_t type);
+
+/* Door entry for lifecycle events (init, split, destroy, abort). */
+cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t parent_id,
+                               cc_status_t (*action)(cc_comm_t *comm, void *arg), void *arg);
 
 #endif /* CC_CORE_DOOR_H */

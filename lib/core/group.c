@@ -12,12 +12,12 @@
  */
 #include <stdlib.h>
 
-#include "coll_api.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "validate.h"
-#include "work.h"
+#include "core/coll_api.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/validate.h"
+#include "core/work.h"
 
 #define MAX_DEPTH 64
 

@@ -1,6 +1,6 @@
 /* hooks_api.c - the public hook calls: argument checks, then lib/hooks. */
-#include "comm.h"
-#include "log.h"
+#include "core/comm.h"
+#include "base/log.h"
 
 static cc_status_t add(cc_comm_t *comm, int kind, void (*fn)(void), void *user, unsigned flags,
                        cc_hook_handle_t *handle, const char *name)

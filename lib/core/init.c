@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "log.h"
-#include "services.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "core/services.h"
 
 /* `hosts`: this rank starts the store (unless one listens at store_addr already). */
 static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *store_addr,

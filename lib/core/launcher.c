@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "bootstrap/store_proto.h"
-#include "comm.h"
-#include "config.h"
-#include "launcher.h"
-#include "log.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/launcher.h"
+#include "base/log.h"
 
 /* Ports derived from a job id stay below Linux's ephemeral range (32768..60999). */
 #define DERIVED_PORT_BASE 20000

@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "door.h"
-#include "log.h"
-#include "plugin.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/plugin.h"
 #include "recorder/recorder.h"
-#include "services.h"
+#include "core/services.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static const cc_plugin_v1_t *g_plugin; /* set once loaded; the handle stays open */

@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "ccomm/ccomm.h"
-#include "engine.h"
-#include "op.h"
+#include "engine/engine.h"
+#include "engine/op.h"
 
 struct cc__config;
 struct cc__world;

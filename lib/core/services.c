@@ -2,12 +2,12 @@
 #include <pthread.h>
 
 #include "clog/clog_internal.h"
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
 #include "recorder/recorder.h"
-#include "services.h"
-#include "watchdog.h"
+#include "core/services.h"
+#include "core/watchdog.h"
 
 void cc__signals_install(void);
 

@@ -7,7 +7,7 @@
 #ifndef CC_CORE_SERVICES_H
 #define CC_CORE_SERVICES_H
 
-#include "comm.h"
+#include "core/comm.h"
 
 /* Start the services once per process (later calls do nothing). */
 void cc__services_start(cc__world_t *world, int world_rank, int world_size);

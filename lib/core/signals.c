@@ -16,11 +16,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "config.h"
-#include "log.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "recorder/recorder.h"
-#include "watchdog.h"
+#include "core/watchdog.h"
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define NFATAL ((int)(sizeof(fatal_signals) / sizeof(fatal_signals[0])))

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "log.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/config.h"
+#include "base/log.h"
 
 /* A child inherits its parent's settings unless the caller gives a config. */
 static cc_comm_config_t inherit(const cc_comm_t *parent, const cc_comm_config_t *config)

@@ -2,10 +2,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include "core/comm.h"
 #include "kernels/kernels.h"
-#include "log.h"
-#include "validate.h"
+#include "base/log.h"
+#include "core/validate.h"
 
 cc_status_t cc__v_comm(const cc_comm_t *comm, const char *fn)
 {

@@ -22,13 +22,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
+#include "base/clock.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
 #include "recorder/recorder.h"
-#include "watchdog.h"
+#include "core/watchdog.h"
 
 #define TICK_MS 100
 #define STORE_TIMEOUT_MS 2000

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "comm.h"
+#include "core/comm.h"
 
 cc_status_t cc__watchdog_start(cc__world_t *world, int world_rank, int world_size);
 /* Ask the watchdog to write a dump now (any thread, not a signal handler). */

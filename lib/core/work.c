@@ -8,11 +8,11 @@
  */
 #include <stdlib.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "door.h"
-#include "log.h"
-#include "work.h"
+#include "base/clock.h"
+#include "core/comm.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "core/work.h"
 
 #define CC__WORK_MAGIC 0x63637772u /* "ccwr" */
 #define CC__WAIT_GRACE_NS (5ull * 1000000000ull)

@@ -7,7 +7,7 @@
 #define CC_CORE_WORK_H
 
 #include "ccomm/ccomm.h"
-#include "op.h"
+#include "engine/op.h"
 
 struct cc_work *cc__work_new(cc_comm_t *comm);
 cc__op_t *cc__work_op(struct cc_work *work);

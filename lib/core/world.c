@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "config.h"
-#include "log.h"
-#include "watchdog.h"
+#include "base/clock.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "core/watchdog.h"
 
 /* Split "host:port"; IPv6 as "[addr]:port". */
 static cc_status_t split_addr(const char *addr, char *host, size_t hostlen, int *port)

@@ -29,8 +29,8 @@
 
 #include <stdatomic.h>
 
-#include "engine.h"
-#include "tracker.h"
+#include "engine/engine.h"
+#include "cuda/tracker.h"
 #include "transport/cuda_ipc.h"
 
 typedef struct cc__cnat {

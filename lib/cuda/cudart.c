@@ -1,8 +1,8 @@
 /* cudart.c - checks on top of the runtime table (see cudart.h). */
 #include <pthread.h>
 
-#include "cudart.h"
-#include "log.h"
+#include "cuda/cudart.h"
+#include "base/log.h"
 
 const cc__cudart_t *cc__cudart;
 

@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "config.h"
-#include "cudart.h"
-#include "log.h"
+#include "base/config.h"
+#include "cuda/cudart.h"
+#include "base/log.h"
 
 static cc__cudart_t g_dl;
 

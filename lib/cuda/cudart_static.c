@@ -4,7 +4,7 @@
  */
 #include <cuda_runtime_api.h>
 
-#include "cudart.h"
+#include "cuda/cudart.h"
 
 static int ev_create(void **e, unsigned f)
 {

@@ -12,10 +12,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "clock.h"
-#include "cudart.h"
-#include "gev.h"
-#include "log.h"
+#include "base/clock.h"
+#include "cuda/cudart.h"
+#include "cuda/gev.h"
+#include "base/log.h"
 
 #define MAX_DEVICES  64
 #define REF_EVERY_NS (5ull * 1000000000ull) /* float ms: ~0.5 us precision over 5 s */

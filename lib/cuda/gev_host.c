@@ -1,8 +1,8 @@
 /* gev_host.c - events of a host-memory NCCL (the host NCCL extension, see gev.h). */
 #include <stdatomic.h>
 
-#include "gev.h"
-#include "log.h"
+#include "cuda/gev.h"
+#include "base/log.h"
 
 /* Set by the first communicator, read by every thread after: one per process (per NCCL). */
 static const ccomm_host_nccl_v1_t *_Atomic g_host;

@@ -1,9 +1,9 @@
 /* gpu_submit.c - events around an op's GPU work, then the tracker (see gpu_submit.h). */
 #include <stdlib.h>
 
-#include "gputime.h"
-#include "gpu_submit.h"
-#include "log.h"
+#include "cuda/gputime.h"
+#include "cuda/gpu_submit.h"
+#include "base/log.h"
 
 cc_status_t cc__gpu_refuse(cc__op_t *op, cc_status_t st)
 {

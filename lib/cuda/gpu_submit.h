@@ -7,8 +7,8 @@
 #ifndef CC_CUDA_GPU_SUBMIT_H
 #define CC_CUDA_GPU_SUBMIT_H
 
-#include "gev.h"
-#include "tracker.h"
+#include "cuda/gev.h"
+#include "cuda/tracker.h"
 
 /* Enqueue the op's work on `stream`; t is the op to describe (algorithm, transport). */
 typedef cc_status_t (*cc__gpu_issue_fn)(void *ctx, cc__op_t *t, void *stream);

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "clock.h"
-#include "config.h"
-#include "gputime.h"
-#include "log.h"
-#include "shim.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "cuda/gputime.h"
+#include "base/log.h"
+#include "cuda/shim.h"
 
 static enum cc__gputime_mode g_mode = CC__GPUTIME_EVENTS;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

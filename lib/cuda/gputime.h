@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "op.h"
+#include "engine/op.h"
 
 enum cc__gputime_mode { CC__GPUTIME_EVENTS, CC__GPUTIME_CUPTI, CC__GPUTIME_PROFILER };
 

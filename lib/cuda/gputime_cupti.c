@@ -18,10 +18,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "clock.h"
-#include "config.h"
-#include "gputime.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "cuda/gputime.h"
+#include "base/log.h"
 
 #define MAP_SIZE 8192u
 #define BUF_SIZE (1u << 20)

@@ -3,8 +3,8 @@
  * the CUDA headers (the interposer on a machine without the toolkit):
  * CCOMM_GPU_TIMING=cupti says it is unavailable and events stay.
  */
-#include "gputime.h"
-#include "log.h"
+#include "cuda/gputime.h"
+#include "base/log.h"
 
 int cc__cupti_start(void)
 {

@@ -12,10 +12,10 @@
  */
 #include <string.h>
 
-#include "config.h"
-#include "cuda_native.h"
+#include "base/config.h"
+#include "cuda/cuda_native.h"
 #include "kernels/kernels_cuda.h"
-#include "log.h"
+#include "base/log.h"
 
 #define ONESHOT_MAX (256u << 10)
 #define TWOSHOT_MAX (16u << 20)

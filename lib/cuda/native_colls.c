@@ -5,9 +5,9 @@
  */
 #include <string.h>
 
-#include "cuda_native.h"
+#include "cuda/cuda_native.h"
 #include "kernels/kernels_cuda.h"
-#include "log.h"
+#include "base/log.h"
 
 /* Elements of each of `blocks` blocks that fit a slot together. */
 static size_t window(const cc__cnat_t *x, const cc__op_t *op, int blocks)

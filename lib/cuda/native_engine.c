@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "config.h"
-#include "cuda_native.h"
-#include "cudart.h"
-#include "gpu_submit.h"
-#include "gputime.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "cuda/cuda_native.h"
+#include "cuda/cudart.h"
+#include "cuda/gpu_submit.h"
+#include "cuda/gputime.h"
 #include "kernels/kernels_cuda.h"
-#include "log.h"
-#include "shim.h"
+#include "base/log.h"
+#include "cuda/shim.h"
 
 #define WAIT_GRACE_NS (5ull * 1000000000ull) /* GPU-side backstop after the op's deadline */
 

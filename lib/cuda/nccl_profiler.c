@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
-#include "gputime.h"
+#include "cuda/gputime.h"
 #include "nccl/nccl_abi.h"
 
 /* Event types (ncclProfileColl, ...) and the state we read. */

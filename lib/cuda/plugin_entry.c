@@ -5,13 +5,13 @@
  */
 #include <string.h>
 
-#include "config.h"
-#include "cuda_native.h"
-#include "cudart.h"
-#include "gputime.h"
-#include "log.h"
+#include "base/config.h"
+#include "cuda/cuda_native.h"
+#include "cuda/cudart.h"
+#include "cuda/gputime.h"
+#include "base/log.h"
 #include "nccl/nccl_engine.h"
-#include "shim.h"
+#include "cuda/shim.h"
 
 static cc_status_t nccl_engine(const cc_engine_v1_t **out)
 {

@@ -5,10 +5,10 @@
  */
 #include <stdio.h>
 
-#include "config.h"
-#include "door.h"
-#include "log.h"
-#include "shim.h"
+#include "base/config.h"
+#include "core/door.h"
+#include "base/log.h"
+#include "cuda/shim.h"
 
 const cc_core_v1_t *cc__core;
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;

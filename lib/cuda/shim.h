@@ -10,7 +10,7 @@
 #ifndef CC_CUDA_SHIM_H
 #define CC_CUDA_SHIM_H
 
-#include "plugin.h"
+#include "core/plugin.h"
 
 /* The core's table; NULL until cc__shim_init succeeded. */
 extern const cc_core_v1_t *cc__core;

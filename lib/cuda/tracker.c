@@ -15,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "cudart.h"
-#include "log.h"
-#include "shim.h"
-#include "tracker.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "cuda/cudart.h"
+#include "base/log.h"
+#include "cuda/shim.h"
+#include "cuda/tracker.h"
 
 #define ERROR_POLL_NS 10000000ull /* owner error polls: every 10 ms */
 

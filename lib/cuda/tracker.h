@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "ccomm/ccomm.h"
-#include "gev.h"
-#include "op.h"
+#include "cuda/gev.h"
+#include "engine/op.h"
 
 /* One per engine communicator. Must outlive its ops (drain before freeing). */
 typedef struct cc__track_owner {

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "chain.h"
-#include "log.h"
+#include "hooks/chain.h"
+#include "base/log.h"
 
 cc__chain_set_t cc__global_hooks;
 

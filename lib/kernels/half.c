@@ -2,8 +2,8 @@
  * half.c - the exported float16/bfloat16 conversions: the inline ones of
  * half.h that the kernels use, so tests check exactly that code.
  */
-#include "half.h"
-#include "kernels.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
 
 float cc__half_to_float(uint16_t h)
 {

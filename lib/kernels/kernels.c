@@ -10,9 +10,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "kernels_table.h"
-#include "log.h"
+#include "kernels/kernels.h"
+#include "kernels/kernels_table.h"
+#include "base/log.h"
 
 static const char *const isa_names[CC__KISA_COUNT] = {"generic", "avx2", "avx512"};
 

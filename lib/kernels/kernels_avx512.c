@@ -8,15 +8,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels_table.h"
+#include "kernels/kernels_table.h"
 
 #if CC__KERNELS_X86
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,f16c")
 
-#include "kernels_gen.h"
+#include "kernels/kernels_gen.h"
 
-#include "kernels_inst.h"
-#include "kernels_f16c.h"
+#include "kernels/kernels_inst.h"
+#include "kernels/kernels_f16c.h"
 
 CC__KDEFINE_TABLE(cc__ktab_avx512);
 #endif

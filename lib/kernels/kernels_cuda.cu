@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "kernels_cuda.cuh"
-#include "kernels_cuda.h"
+#include "kernels/kernels_cuda.cuh"
+#include "kernels/kernels_cuda.h"
 
 namespace {
 

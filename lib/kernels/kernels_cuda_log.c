@@ -4,8 +4,8 @@
  */
 #include <stdarg.h>
 
-#include "kernels_cuda.h"
-#include "log.h"
+#include "kernels/kernels_cuda.h"
+#include "base/log.h"
 
 void cc__kcuda_error(const char *fmt, ...)
 {

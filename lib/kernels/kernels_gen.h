@@ -23,9 +23,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "kernels_ops.h"
-#include "kernels_table.h"
+#include "kernels/kernels.h"
+#include "kernels/kernels_ops.h"
+#include "kernels/kernels_table.h"
 
 /* Elements per block of the blocked multi-input kernels: 8 KiB of float64
  * accumulator plus the sources' blocks stay in L1. */

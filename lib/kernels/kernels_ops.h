@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "half.h"
+#include "kernels/half.h"
 
 /* ---- integer operations: wrap on overflow ---------------------------------- */
 

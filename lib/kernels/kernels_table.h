@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 typedef void (*cc__scale_fn)(void *dst, const void *src, size_t n, double factor);
 typedef void (*cc__div_fn)(void *dst, const void *src, size_t n, unsigned divisor);

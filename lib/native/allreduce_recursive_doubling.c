@@ -21,8 +21,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 int cc__rd_real_rank(int v, int rem)
 {

@@ -13,8 +13,8 @@
  * division; the allgather then copies those exact bits to every rank, so
  * all ranks hold the same result, run after run.
  */
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 cc_status_t cc__allreduce_ring(cc__native_t *nc, cc__op_t *op)
 {

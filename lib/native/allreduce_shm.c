@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "log.h"
-#include "shm_arena.h"
+#include "base/log.h"
+#include "native/shm_arena.h"
 
 void cc__shm_stage_input(cc__arena_op_t *ao)
 {

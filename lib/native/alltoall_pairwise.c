@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
                        const cc__blocks_t *rb)

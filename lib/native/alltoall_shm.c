@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "shm_arena.h"
+#include "native/shm_arena.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {

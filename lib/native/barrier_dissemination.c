@@ -3,7 +3,7 @@
  * rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 n)
  * rounds every rank has heard, directly or not, from every other.
  */
-#include "native.h"
+#include "native/native.h"
 
 cc_status_t cc__barrier_dissemination(cc__native_t *nc, cc__op_t *op)
 {

@@ -2,7 +2,7 @@
  * barrier_shm.c - a barrier between ranks of one host: every rank publishes
  * its arrival line and waits for every other's, one cache line per peer.
  */
-#include "shm_arena.h"
+#include "native/shm_arena.h"
 
 static cc_status_t arrive(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_api.h"
-#include "log.h"
-#include "native.h"
+#include "engine/args.h"
+#include "base/log.h"
+#include "native/native.h"
 
 _Static_assert(sizeof(size_t) == sizeof(uint64_t), "lengths travel as uint64 in size_t arrays");
 

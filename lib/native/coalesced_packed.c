@@ -10,9 +10,9 @@
  */
 #include <string.h>
 
-#include "coll_api.h"
-#include "log.h"
-#include "native.h"
+#include "engine/args.h"
+#include "base/log.h"
+#include "native/native.h"
 
 #define CC__DIRECT_BYTES (256u * 1024u)       /* a buffer this large runs alone */
 #define CC__PACK_BYTES   (4u * 1024u * 1024u) /* a pack holds at most this much per rank */

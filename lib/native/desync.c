@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 struct sig {
     uint64_t seq;

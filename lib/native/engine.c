@@ -6,14 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "config.h"
-#include "door.h"
+#include "base/clock.h"
+#include "engine/comm.h"
+#include "base/config.h"
 #include "transport/ifname.h"
-#include "log.h"
-#include "native.h"
-#include "shm_arena.h"
+#include "base/log.h"
+#include "native/native.h"
+#include "native/shm_arena.h"
 
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
 {

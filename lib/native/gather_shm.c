@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "shm_arena.h"
+#include "native/shm_arena.h"
 
 static void own_block(const cc_op_info_t *in, size_t bytes)
 {

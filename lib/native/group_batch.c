@@ -6,9 +6,9 @@
  * each rank listed them in. Each member then finishes with its own status
  * (its POST hooks run, its work handle completes), in the order listed.
  */
-#include "coll_api.h"
-#include "log.h"
-#include "native.h"
+#include "engine/args.h"
+#include "base/log.h"
+#include "native/native.h"
 
 static cc_status_t post(cc__native_t *nc, cc__op_t *m, cc__req_t *req)
 {

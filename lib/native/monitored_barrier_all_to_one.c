@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "coll_api.h"
-#include "log.h"
-#include "native.h"
+#include "base/clock.h"
+#include "engine/args.h"
+#include "base/log.h"
+#include "native/native.h"
 
 struct verdict {
     int32_t status;

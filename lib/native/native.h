@@ -20,9 +20,9 @@
 #include <stdatomic.h>
 
 #include "ccomm/ccomm.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "kernels/kernels.h"
-#include "op.h"
+#include "engine/op.h"
 #include "transport/net.h"
 
 /*

@@ -1,5 +1,5 @@
 /* p2p.c - send and receive: one message each, matched by tag in order per peer. */
-#include "native.h"
+#include "native/native.h"
 
 cc_status_t cc__send_direct(cc__native_t *nc, cc__op_t *op)
 {

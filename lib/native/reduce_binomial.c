@@ -11,8 +11,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 cc_status_t cc__reduce_binomial(cc__native_t *nc, cc__op_t *op)
 {

@@ -11,8 +11,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 #define MAX_SEG 1024
 

@@ -13,7 +13,7 @@
  * In place (recvbuf == sendbuf + rank x recvcount) the output overwrites
  * exactly the input block it is computed from, which no peer reads.
  */
-#include "shm_arena.h"
+#include "native/shm_arena.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {

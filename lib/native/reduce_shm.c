@@ -11,7 +11,7 @@
  *   private buffer the root then reads (process_vm_readv) as far as each
  *   owner published. Every rank returns once all are done with its memory.
  */
-#include "shm_arena.h"
+#include "native/shm_arena.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {

@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 cc_status_t cc__scatter_linear(cc__native_t *nc, cc__op_t *op)
 {

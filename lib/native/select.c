@@ -14,12 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "door.h"
-#include "log.h"
-#include "native.h"
-#include "shm_arena.h"
+#include "engine/comm.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "native/native.h"
+#include "native/shm_arena.h"
 
 #define K   1024u
 #define ANY CC__TPM_ANY

@@ -11,8 +11,8 @@
  * The op's `algorithm` then names what really ran (the POST hooks and the
  * flight recorder's end state see it).
  */
-#include "comm.h"
-#include "shm_arena.h"
+#include "engine/comm.h"
+#include "native/shm_arena.h"
 
 /* Bytes a rank stages in the arena for this op in the flat algorithm. */
 static size_t staged_bytes(const cc__native_t *nc, const cc__op_t *op)

@@ -27,12 +27,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
-#include "shm_arena.h"
+#include "base/clock.h"
+#include "engine/comm.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "native/shm_arena.h"
 
 _Static_assert(sizeof(struct cc__arena_par) == CC__ARENA_LINE, "params fill one line");
 _Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot control fits");

@@ -36,8 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "log.h"
-#include "native.h"
+#include "base/log.h"
+#include "native/native.h"
 
 #define CC__ARENA_LINE      64u
 #define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */

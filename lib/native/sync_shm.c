@@ -18,10 +18,10 @@
 #include <sched.h>
 #include <string.h>
 
-#include "clock.h"
-#include "comm.h"
-#include "log.h"
-#include "shm_arena.h"
+#include "base/clock.h"
+#include "engine/comm.h"
+#include "base/log.h"
+#include "native/shm_arena.h"
 
 #define YIELD_NS   1000000ull /* yield stage */
 #define SPIN_BURST 64         /* polls between clock readings while spinning */

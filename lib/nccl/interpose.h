@@ -27,7 +27,7 @@
 
 #include "cuda/gev.h"
 #include "cuda/tracker.h"
-#include "nccl_lib.h"
+#include "nccl/nccl_lib.h"
 
 #define IX_API __attribute__((visibility("default")))
 

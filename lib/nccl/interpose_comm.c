@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
+#include "base/clock.h"
+#include "base/config.h"
 #include "cuda/cudart.h"
 #include "cuda/gputime.h"
 #include "cuda/shim.h"
-#include "interpose.h"
-#include "log.h"
+#include "nccl/interpose.h"
+#include "base/log.h"
 
 #define MAP_SLOTS 4096 /* live communicators a process may have (open addressing) */
 

@@ -16,8 +16,8 @@
 #include "cuda/cudart.h"
 #include "cuda/gputime.h"
 #include "cuda/shim.h"
-#include "interpose.h"
-#include "log.h"
+#include "nccl/interpose.h"
+#include "base/log.h"
 
 #define GROUP_MAX 1024 /* members tracked per group; more pass unrecorded (logged) */
 

@@ -8,13 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
+#include "base/clock.h"
+#include "base/config.h"
 #include "cuda/cudart.h"
 #include "cuda/gpu_submit.h"
 #include "cuda/shim.h"
-#include "log.h"
-#include "nccl_engine.h"
+#include "base/log.h"
+#include "nccl/nccl_engine.h"
 
 /* A thread about to use x->nc: CC_OK, or the abort's reason (nc is gone). */
 static cc_status_t enter(cc__ncclx_t *x)

@@ -18,8 +18,8 @@
 
 #include "cuda/gev.h"
 #include "cuda/tracker.h"
-#include "engine.h"
-#include "nccl_lib.h"
+#include "engine/engine.h"
+#include "nccl/nccl_lib.h"
 
 typedef struct cc__ncclx {
     cc_comm_t *comm;

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "nccl_lib.h"
+#include "base/log.h"
+#include "nccl/nccl_lib.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cc__nccl_lib_t g_lib;

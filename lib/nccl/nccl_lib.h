@@ -11,7 +11,7 @@
 #define CC_NCCL_LIB_H
 
 #include "ccomm/types.h"
-#include "nccl_abi.h"
+#include "nccl/nccl_abi.h"
 
 typedef ncclResult_t (*cc__nccl_coll_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                          ncclComm_t, void *);

@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "coll_api.h"
-#include "log.h"
-#include "nccl_engine.h"
+#include "core/coll_api.h"
+#include "base/log.h"
+#include "nccl/nccl_engine.h"
 
 cc_status_t cc__ncclx_err(cc__ncclx_t *x, ncclResult_t r, const char *what)
 {

@@ -10,9 +10,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "clock.h"
-#include "comms.h"
-#include "log.h"
+#include "base/clock.h"
+#include "recorder/comms.h"
+#include "base/log.h"
 
 #define MAP_SIZE 4096u /* power of two, > 2 x the largest comm table */
 

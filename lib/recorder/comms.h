@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "ring.h"
+#include "recorder/ring.h"
 
 /* A communicator as registered. Pointers are borrowed for the call. */
 typedef struct cc__fr_comm_desc {

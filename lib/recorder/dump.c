@@ -16,17 +16,17 @@
 
 #include "ccomm/recorder.h"
 #include "ccomm/types.h"
-#include "clock.h"
-#include "config.h"
-#include "dump.h"
-#include "fsutil.h"
-#include "log.h"
-#include "lttng.h"
-#include "opclass.h"
-#include "paths.h"
-#include "recorder.h"
-#include "ring.h"
-#include "symbolize.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "recorder/dump.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/lttng.h"
+#include "recorder/opclass.h"
+#include "recorder/paths.h"
+#include "recorder/recorder.h"
+#include "recorder/ring.h"
+#include "recorder/symbolize.h"
 
 static const char *const torch_dtype[CC_DTYPE_COUNT] = {
 #define CC__DTYPE_TORCH(name, s, size, torch) torch,

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "reader.h"
+#include "recorder/reader.h"
 
 #define CC__FR_DUMP_VERSION "2.10" /* PyTorch flight recorder dump version we write */
 #define CC__FR_JSON_FRAMES  0x1u   /* symbolise frames (reads the modules' files) */

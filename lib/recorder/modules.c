@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "modules.h"
+#include "base/log.h"
+#include "recorder/modules.h"
 
 #define SKIP_FRAMES 2 /* cc__fr_stack_capture and the PRE subscriber */
 

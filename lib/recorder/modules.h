@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "ring.h"
+#include "recorder/ring.h"
 
 /*
  * Append every loaded module not yet in the table: path, load address,

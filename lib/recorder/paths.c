@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
-#include "paths.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "recorder/paths.h"
 
 /* The job id comes from the environment or the store: it must not be able
  * to climb out of the directory ("../..") or make one ("a/b"). */

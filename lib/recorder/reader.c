@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "ccomm/types.h"
-#include "log.h"
-#include "reader.h"
-#include "ring.h"
+#include "base/log.h"
+#include "recorder/reader.h"
+#include "recorder/ring.h"
 
 #define MAX_ENTRY_SIZE  4096u /* later minor versions may grow entries up to this */
 #define MAX_RECORD_SIZE 4096u /* comm and module records */

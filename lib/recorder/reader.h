@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "ccomm/status.h"
-#include "format.h"
+#include "recorder/format.h"
 
 typedef struct cc__fr_reader cc__fr_reader_t;
 

@@ -16,17 +16,17 @@
 #include <unistd.h>
 
 #include "ccomm/comm.h"
-#include "clock.h"
-#include "comms.h"
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
-#include "modules.h"
-#include "op.h"
-#include "opclass.h"
-#include "paths.h"
-#include "recorder.h"
-#include "ring.h"
+#include "base/clock.h"
+#include "recorder/comms.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "recorder/modules.h"
+#include "engine/op.h"
+#include "recorder/opclass.h"
+#include "recorder/paths.h"
+#include "recorder/recorder.h"
+#include "recorder/ring.h"
 
 #define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
 

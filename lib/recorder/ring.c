@@ -19,10 +19,10 @@
 
 #include "ccomm/types.h"
 #include "ccomm/version.h"
-#include "clock.h"
-#include "fsutil.h"
-#include "log.h"
-#include "ring.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "recorder/ring.h"
 
 #define SPINS_WRITE 4096 /* a holder is never preempted for long; this is ~100 us */
 #define SPINS_CLAIM 64   /* PRE: take the next record id instead of waiting */

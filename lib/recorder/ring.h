@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "ccomm/hooks.h"
-#include "format.h"
+#include "recorder/format.h"
 
 #define CC__FR_MAX_CAPACITY    (1u << 24) /* slots; readers refuse more */
 #define CC__FR_COMM_CAPACITY   512u       /* comm records per ring */

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "recorder/symbolize.h"
 
 struct sym {
     uint64_t addr;

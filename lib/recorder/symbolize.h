@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "recorder/reader.h"
 
 typedef struct cc__fr_symbolizer cc__fr_symbolizer_t;
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "cuda/cudart.h"
-#include "cuda_ipc.h"
-#include "log.h"
+#include "transport/cuda_ipc.h"
+#include "base/log.h"
 
 /* What a rank publishes about its region. */
 struct blob {

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ifname.h"
-#include "log.h"
+#include "transport/ifname.h"
+#include "base/log.h"
 
 int cc__ifname_match(const char *spec, const char *name)
 {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "lttng.h"
-#include "transport.h"
+#include "base/log.h"
+#include "base/lttng.h"
+#include "transport/transport.h"
 
 /* Linear in the posted receives of one peer: collectives keep a handful posted at once. */
 cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)

@@ -24,10 +24,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "transport.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transport/transport.h"
 
 /* Arguments checks that every rank can make alone. */
 static cc_status_t check_config(const cc__net_config_t *c, cc__net_t **out)

@@ -11,8 +11,8 @@
  */
 #include <string.h>
 
-#include "log.h"
-#include "shm.h"
+#include "base/log.h"
+#include "transport/shm.h"
 
 /* The shm view of `peer`, or NULL when it is not reached over shared memory. */
 static struct cc__shm_peer *shm_peer(cc__net_t *net, int peer)

@@ -25,10 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "transport.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transport/transport.h"
 
 #if defined(__SANITIZE_THREAD__)
 _Atomic int cc__fence_word;

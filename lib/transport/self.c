@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "transport.h"
+#include "base/log.h"
+#include "transport/transport.h"
 
 /* Largest send to self that is copied aside instead of waiting for its receive. */
 #define SELF_COPY_MAX (64u * 1024u)

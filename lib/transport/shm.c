@@ -23,10 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
-#include "shm.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "transport/shm.h"
 
 _Static_assert(sizeof(struct cc__shm_mbox) == 3 * CC__SHM_LINE, "mailbox header layout");
 _Static_assert(sizeof(struct cc__shm_ctl) == 2 * CC__SHM_LINE, "ring control layout");

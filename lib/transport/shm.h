@@ -23,7 +23,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "transport.h"
+#include "transport/transport.h"
 
 #define CC__SHM_MAGIC   0x786f626d63636363ull /* "ccccmbox" */
 #define CC__SHM_VERSION 1u

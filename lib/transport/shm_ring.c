@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "log.h"
-#include "shm.h"
+#include "base/log.h"
+#include "transport/shm.h"
 
 enum { MODE_EAGER = 1, MODE_RTS, MODE_DATA }; /* a send's priv[1] */
 

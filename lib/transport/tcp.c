@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
-#include "tcp.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transport/tcp.h"
 
 #define CC__TCP_SOCKBUF (4 << 20)
 

@@ -18,7 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "transport.h"
+#include "transport/transport.h"
 
 #define CC__TCP_HELLO_MAGIC 0x6f6c6c6548504354ull /* "TCPHello" */
 #define CC__TCP_ACK_MAGIC   0x4b434154u           /* "TACK" */

@@ -23,9 +23,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "tcp.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "transport/tcp.h"
 
 #define RETRY_NS  20000000ull /* 20 ms between connect attempts */
 #define SPARE_INS 8           /* accepted sockets beyond the expected ones */

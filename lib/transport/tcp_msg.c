@@ -19,8 +19,8 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "log.h"
-#include "tcp.h"
+#include "base/log.h"
+#include "transport/tcp.h"
 
 static const char *loss_cause(int err)
 {

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "tcp.h"
+#include "base/log.h"
+#include "transport/tcp.h"
 
 /* Queue a verdict; it goes out before the next queued send (allocation: rare, small). */
 void cc__tcp_verdict(struct cc__net *net, struct cc__tcp_peer *tp, uint64_t cookie,

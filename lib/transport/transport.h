@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net.h"
+#include "transport/net.h"
 
 /* Transports, by index into the net's tables. */
 enum { CC__TP_SELF = 0, CC__TP_SHM, CC__TP_TCP, CC__TP_COUNT };

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
-#include "transport.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
+#include "transport/transport.h"
 
 #define CC__YIELD_NS     1000000ull /* yield stage: 1 ms */
 #define CC__MIXED_NAP_NS 1000000ull /* longest sleep with both shm and tcp pending */

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "bootstrap/store.h"
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "mp.h"
 
 #define TEST_KEY "ccomm-test-key"

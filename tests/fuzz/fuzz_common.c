@@ -7,7 +7,7 @@
 #include "diag.h"
 #include "fuzz.h"
 #include "index.h"
-#include "log.h"
+#include "base/log.h"
 #include "perfetto.h"
 
 void fuzz_everything(ccd_job_t *job)

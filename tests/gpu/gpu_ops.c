@@ -6,7 +6,7 @@
  * tests can switch to them; the door sees the same ops.
  */
 #include "gpu_ops.h"
-#include "plugin.h"
+#include "core/plugin.h"
 
 cc_status_t gpu_issue(cc_comm_t *comm, const gpu_op_t *g, cc_work_t **work)
 {

@@ -1,5 +1,5 @@
 /*
- * test_lttng_loader.c - the core's side of tracing (lib/core/lttng.c, .h):
+ * test_lttng_loader.c - the core's side of tracing (lib/base/lttng.c, .h):
  * off unless asked; a missing or wrong provider leaves tracing off with a
  * debug line saying why; the real provider attaches once, subscribes to
  * every chain, detaches; found next to the binary by bare name and when
@@ -19,10 +19,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "chain.h"
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
+#include "hooks/chain.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
 
 static char g_self[PATH_MAX];
 static char g_tmp[] = "/tmp/ccomm-lttng-loader-XXXXXX";

@@ -32,7 +32,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
-#include "lttng.h"
+#include "base/lttng.h"
 #include "mp.h"
 #include "trace_job.h"
 #include "trace_read.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "ccomm/ccomm.h"
-#include "lttng.h"
+#include "base/lttng.h"
 #include "mp.h"
 #include "trace_job.h"
 

@@ -20,7 +20,7 @@
 
 #include "bootstrap/store.h"
 #include "ccomm/ccomm.h"
-#include "config.h"
+#include "base/config.h"
 
 static int fail(const char *what)
 {

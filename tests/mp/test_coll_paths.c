@@ -23,7 +23,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "native/native.h"
 #include "test_coll_util.h"
 

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
+#include "base/config.h"
 #include "mp.h"
 
 static cc_comm_t *solo(void)

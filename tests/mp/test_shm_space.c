@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
+#include "base/config.h"
 #include "mp.h"
 #include "tmpdir.h"
 

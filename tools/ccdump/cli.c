@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ccdump.h"
-#include "log.h"
+#include "base/log.h"
 
 static const char usage[] =
     "usage: ccdump COMMAND [OPTIONS] FILE|DIR...\n"

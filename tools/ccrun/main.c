@@ -20,7 +20,7 @@
 #include "bootstrap/store.h"
 #include "ccomm/version.h"
 #include "ccrun.h"
-#include "log.h"
+#include "base/log.h"
 
 #define MAX_RANKS 65536 /* an allgather over the store fetches at most this many keys */
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ccrun.h"
-#include "config.h"
+#include "base/config.h"
 #include "recorder/paths.h"
 #include "recorder/reader.h"
 #include "recorder/ring.h"

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "ccrun.h"
-#include "clock.h"
+#include "base/clock.h"
 
 enum phase {
     PH_RUN,   /* nothing wrong so far */

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "bootstrap/store.h"
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define TEST_KEY "0123456789abcdef-test-job-key"
 

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "cclog.h"
-#include "clog_internal.h"
-#include "op.h"
+#include "clog/clog_internal.h"
+#include "engine/op.h"
 
 /* A file with every kind of line the logger writes. */
 static void write_all_kinds(const char *path)

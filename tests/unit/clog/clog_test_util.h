@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clog_internal.h"
-#include "op.h"
+#include "clog/clog_internal.h"
+#include "engine/op.h"
 
 static char clog_test_dir[64];
 

@@ -10,7 +10,7 @@
 
 #include "ccomm/ccomm.h"
 #include "clog_test_util.h"
-#include "log.h"
+#include "base/log.h"
 
 static cc_clog_t *open_in_tmp(const char *name, unsigned events)
 {

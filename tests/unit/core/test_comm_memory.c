@@ -26,7 +26,7 @@
 
 #include "bootstrap/store.h"
 #include "ccomm/ccomm.h"
-#include "comm.h"
+#include "core/comm.h"
 #include "mp.h"
 
 #define WARMUP     300

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
+#include "base/config.h"
 
 static void test_defaults(void **state)
 {

@@ -19,9 +19,9 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "op.h"
+#include "engine/op.h"
 
 /* The deadline the door must compute, in exact arithmetic. */
 static uint64_t want(uint64_t enq, int64_t ms)

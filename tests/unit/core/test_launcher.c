@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "comm.h"
-#include "config.h"
-#include "launcher.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/launcher.h"
 
 static void first_is(const char *list, const char *want)
 {

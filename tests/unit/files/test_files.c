@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 #include "recorder/recorder.h"
 #include "tmpdir.h"
 

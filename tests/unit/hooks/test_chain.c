@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "chain.h"
+#include "hooks/chain.h"
 
 static cc__chain_set_t set;
 static char trace[64];

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "kref.h"
 
 static uint32_t fbits(float f)

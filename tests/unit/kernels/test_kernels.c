@@ -12,9 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "kref.h"
-#include "log.h"
+#include "base/log.h"
 
 static const size_t LENGTHS[] = {0, 1, 7, 1000};
 #define LONG_LEN (((size_t)1 << 20) + 3)

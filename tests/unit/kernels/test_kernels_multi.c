@@ -12,9 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "kref.h"
-#include "log.h"
+#include "base/log.h"
 
 #define MAXSRC 13
 static uint64_t g_expected_errors; /* error lines the tests provoke on purpose */

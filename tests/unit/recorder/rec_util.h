@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "ccomm/ccomm.h"
-#include "config.h"
-#include "op.h"
+#include "base/config.h"
+#include "engine/op.h"
 #include "recorder/reader.h"
 #include "recorder/recorder.h"
 #include "recorder/ring.h"

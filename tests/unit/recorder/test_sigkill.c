@@ -13,7 +13,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "stress.h"
 
 #define THREADS 3

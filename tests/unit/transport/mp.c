@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
 
 #define SLOT_MAX   1024u /* largest blob of one rank */

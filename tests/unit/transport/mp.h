@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "net.h"
+#include "transport/net.h"
 
 typedef int (*mp_rank_fn)(int rank, int size, void *arg);
 

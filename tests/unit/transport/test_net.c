@@ -11,9 +11,9 @@
 #include <fcntl.h>
 #include <sched.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "net.h"
+#include "transport/net.h"
 #include "tutil.h"
 
 #define DEADLINE_S 60

@@ -17,9 +17,9 @@
 #include <sys/uio.h>
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "net.h"
+#include "transport/net.h"
 #include "tutil.h"
 
 #define SEC       1000000000ull

@@ -23,10 +23,10 @@
 #include <sys/uio.h>
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "net.h"
-#include "tcp.h"
+#include "transport/net.h"
+#include "transport/tcp.h"
 #include "tutil.h"
 
 #define DEADLINE_S 30

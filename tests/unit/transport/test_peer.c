@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "clock.h"
-#include "transport.h"
+#include "base/clock.h"
+#include "transport/transport.h"
 
 static void test_same_host(void **s)
 {

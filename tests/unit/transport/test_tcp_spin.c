@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "clock.h"
-#include "config.h"
+#include "base/clock.h"
+#include "base/config.h"
 #include "mp.h"
-#include "net.h"
+#include "transport/net.h"
 #include "tutil.h"
 
 #define DEADLINE_S 30

@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "mp.h"
-#include "tcp.h"
+#include "transport/tcp.h"
 #include "tutil.h"
 
 static int dial(const cc__peer_info_t *to)

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 /* A byte that depends on sender, receiver, message and position. */
 static inline unsigned char tu_byte(int src, int dst, uint32_t msg, size_t i)

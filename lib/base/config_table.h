@@ -8,8 +8,8 @@
  * ccrun --env and docs/env.md are printed from this table. Add rows freely;
  * keep them grouped by subsystem.
  */
-#ifndef CC_CORE_CONFIG_TABLE_H
-#define CC_CORE_CONFIG_TABLE_H
+#ifndef CC_BASE_CONFIG_TABLE_H
+#define CC_BASE_CONFIG_TABLE_H
 
 #define CC__CONFIG_TABLE(X)                                                                        \
     /* logging */                                                                                  \
@@ -250,4 +250,4 @@
     X(HOME, home)                                                                                  \
     X(XDG_CACHE_HOME, xdg_cache_home)
 
-#endif /* CC_CORE_CONFIG_TABLE_H */
+#endif /* CC_BASE_CONFIG_TABLE_H */

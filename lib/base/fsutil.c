@@ -19,8 +19,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 
 cc_status_t cc__mkdirs(const char *dir, unsigned mode, uint32_t subsys)
 {

@@ -16,8 +16,8 @@
  * one more load (LTTng's own enable word for the event) and a branch.
  * The macros evaluate their arguments only when the event is recorded.
  */
-#ifndef CC_CORE_LTTNG_H
-#define CC_CORE_LTTNG_H
+#ifndef CC_BASE_LTTNG_H
+#define CC_BASE_LTTNG_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -119,4 +119,4 @@ void cc__lttng_unload(void);
 #define cc__lttng_xfer_end(...)      CC__LTTNG_EMIT(xfer_end, __VA_ARGS__)
 #define cc__lttng_recorder_dump(...) CC__LTTNG_EMIT(recorder_dump, __VA_ARGS__)
 
-#endif /* CC_CORE_LTTNG_H */
+#endif /* CC_BASE_LTTNG_H */

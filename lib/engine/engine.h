@@ -18,13 +18,13 @@
  *  op->deadline_ns and the abort: a stuck peer ends in CC_ERR_TIMEOUT, an
  *  abort in its reason, never in a hang.
  */
-#ifndef CC_CORE_ENGINE_H
-#define CC_CORE_ENGINE_H
+#ifndef CC_ENGINE_ENGINE_H
+#define CC_ENGINE_ENGINE_H
 
 #include <stdint.h>
 
 #include "ccomm/types.h"
-#include "op.h"
+#include "engine/op.h"
 
 struct cc_comm;
 
@@ -71,4 +71,4 @@ typedef struct cc_engine_v2 {
 /* The built-in engine. */
 extern const cc_engine_v1_t cc__native_engine;
 
-#endif /* CC_CORE_ENGINE_H */
+#endif /* CC_ENGINE_ENGINE_H */

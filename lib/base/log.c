@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "fsutil.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
 _Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;

@@ -8,8 +8,8 @@
  * lowercase, name the object and the value, and say the cause.
  * Levels and subsystems come from CCOMM_LOG_LEVEL and CCOMM_LOG_SUBSYS.
  */
-#ifndef CC_CORE_LOG_H
-#define CC_CORE_LOG_H
+#ifndef CC_BASE_LOG_H
+#define CC_BASE_LOG_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -100,4 +100,4 @@ void cc__log_signal_safe(const char *msg);
         }                                                                                          \
     } while (0)
 
-#endif /* CC_CORE_LOG_H */
+#endif /* CC_BASE_LOG_H */

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
-#include "lttng.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/lttng.h"
 
 _Atomic(const cc__lttng_sites_v1_t *) cc__lttng_sites;
 

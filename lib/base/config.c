@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 
 extern char **environ;
 

@@ -1,6 +1,6 @@
 /* clock.h - monotonic and realtime clocks in nanoseconds (vDSO, no syscall). */
-#ifndef CC_CORE_CLOCK_H
-#define CC_CORE_CLOCK_H
+#ifndef CC_BASE_CLOCK_H
+#define CC_BASE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
@@ -43,4 +43,4 @@ static inline uint64_t cc__deadline_after_ms(int64_t ms)
     return cc__deadline_from(cc__now_ns(), ms);
 }
 
-#endif /* CC_CORE_CLOCK_H */
+#endif /* CC_BASE_CLOCK_H */

@@ -1,6 +1,6 @@
 /* fsutil.h - small file-system helpers (internal). */
-#ifndef CC_CORE_FSUTIL_H
-#define CC_CORE_FSUTIL_H
+#ifndef CC_BASE_FSUTIL_H
+#define CC_BASE_FSUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,4 +58,4 @@ const char *cc__space_str(const char *dir, char *buf, size_t len);
 /* 1536 -> "1.5 KiB" into buf. Returns buf. */
 const char *cc__bytes_str(uint64_t n, char *buf, size_t len);
 
-#endif /* CC_CORE_FSUTIL_H */
+#endif /* CC_BASE_FSUTIL_H */

@@ -5,13 +5,13 @@
  * ccomm calls getenv. Values are immutable afterwards, so any thread may
  * read them without locks.
  */
-#ifndef CC_CORE_CONFIG_H
-#define CC_CORE_CONFIG_H
+#ifndef CC_BASE_CONFIG_H
+#define CC_BASE_CONFIG_H
 
 #include <stdint.h>
 
 #include "ccomm/env.h"
-#include "config_table.h"
+#include "base/config_table.h"
 
 #define CC__CFG_CTYPE_INT int64_t
 #define CC__CFG_CTYPE_BOOL int
@@ -38,4 +38,4 @@ int cc__parse_size(const char *text, uint64_t *out);
 int cc__parse_int(const char *text, int64_t *out);
 int cc__parse_bool(const char *text, int *out);
 
-#endif /* CC_CORE_CONFIG_H */
+#endif /* CC_BASE_CONFIG_H */

@@ -6,8 +6,8 @@
  * cc__op_of(info). Engines read the arguments and report transitions with
  * cc__op_started() and cc__op_finished().
  */
-#ifndef CC_CORE_OP_H
-#define CC_CORE_OP_H
+#ifndef CC_ENGINE_OP_H
+#define CC_ENGINE_OP_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -86,4 +86,7 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status);
 void cc__op_started_at(cc__op_t *op, uint64_t t_ns);
 void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns);
 
-#endif /* CC_CORE_OP_H */
+/* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
+cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);
+
+#endif /* CC_ENGINE_OP_H */
