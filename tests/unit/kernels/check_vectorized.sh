@@ -48,7 +48,7 @@ if ! "$cc" "$@" -fopt-info-vec-optimized -c "$src" -o "$tmp/$v.o" 2>"$tmp/$v.txt
     exit 1
 fi
 skip=$(known_scalar "$v")
-headers=$(sed -n 's/^#include "\(kernels_[a-z0-9_]*\.h\)"$/\1/p' "$src")
+headers=$(sed -n 's/^#include "\(kernels\/\)\{0,1\}\(kernels_[a-z0-9_]*\.h\)"$/\2/p' "$src")
 for h in $headers; do
     grep -n '^CC__KV_' "$dir/$h" >"$tmp/lines" || continue
     while IFS=: read -r ln text; do
