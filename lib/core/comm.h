@@ -31,7 +31,12 @@ typedef struct cc__world {
     cc__store_server_t *server;    /* set when this process hosts the store */
     char store_addr[256];
     char job_key[80];              /* the key every store connection proves (secret) */
+    char prefix[32];               /* this world's store keys ("world<g>/", "attach/") */
 } cc__world_t;
+
+/* The store key (on world->store) that the store sets when world rank `r`'s connection closes:
+ * "<prefix>lost/<r>" (the will each rank leaves at join; shrink reads it). */
+void cc__world_lost_key(const cc__world_t *world, int r, char *buf, size_t buflen);
 
 struct cc_comm {
     uint64_t magic;
@@ -47,6 +52,7 @@ struct cc_comm {
     cc__world_t *world;
     cc__store_t *store;            /* a view "c/<id>/" of world->store */
     uint64_t children;             /* splits and groups made from this comm */
+    uint64_t shrinks;              /* shrink rounds this rank took part in (shrink.c) */
 
     uint64_t coll_seq;             /* last collective number handed out */
     uint64_t *send_seq;            /* per peer: last send number */
