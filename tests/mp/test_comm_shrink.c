@@ -249,7 +249,8 @@ static void run_kill_twice(const char *transport)
     assert_non_null(strstr(shown, "made from world (id"));
     assert_non_null(strstr(shown, "made from world.shrink1 (id"));
     free(shown);
-    td_remove();
+    if (getenv("CCTEST_KEEP")) printf("kept %s (CCTEST_KEEP)\n", td_dir);
+    else td_remove();
 }
 
 static void test_kill_twice(void **state)
