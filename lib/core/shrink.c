@@ -59,27 +59,40 @@ static cc_status_t check_args(const cc_comm_t *c, const int *ex, int n, const vo
         cc_log_error(CC_SUBSYS_CORE, "%s: child (the output) is NULL", fn);
         return CC_ERR_INVALID_ARG;
     }
-    if (n < 0 || n >= c->size || (!ex && n > 0)) {
-        cc_log_error(CC_SUBSYS_CORE, "%s: nexclude %d with exclude %p on %s of %d ranks: need 0 "
-                     "(the lost ranks, agreed) or a list of 1 to %d ranks", fn, n,
-                     (const void *)ex, c->name, c->size, c->size - 1);
+    if (n < 0 || (!ex && n > 0) || n >= c->size) {
+        if (n < 0)
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s: nexclude %d is negative (0: the lost ranks, "
+                         "agreed)",
+                         fn, n);
+        else if (!ex)
+            cc_log_error(CC_SUBSYS_CORE, "%s: exclude is NULL but nexclude is %d", fn, n);
+        else
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s: nexclude %d would leave no rank of %s (%d ranks): "
+                         "at most %d may be excluded",
+                         fn, n, c->name, c->size, c->size - 1);
         return CC_ERR_INVALID_ARG;
     }
     for (int i = 0; i < n; i++) {
         if (ex[i] < 0 || ex[i] >= c->size) {
-            cc_log_error(CC_SUBSYS_CORE, "%s: exclude[%d] = %d is out of range 0..%d of %s", fn,
-                         i, ex[i], c->size - 1, c->name);
+            cc_log_error(CC_SUBSYS_CORE, "%s: exclude[%d] = %d is out of range 0..%d of %s", fn, i,
+                         ex[i], c->size - 1, c->name);
             return CC_ERR_INVALID_ARG;
         }
         if (ex[i] == c->rank) {
-            cc_log_error(CC_SUBSYS_CORE, "%s: exclude[%d] = %d is the caller itself (rank %d of "
-                         "%s); excluded ranks do not call", fn, i, ex[i], c->rank, c->name);
+            cc_log_error(CC_SUBSYS_CORE,
+                         "%s: exclude[%d] = %d is the caller itself (rank %d of "
+                         "%s); excluded ranks do not call",
+                         fn, i, ex[i], c->rank, c->name);
             return CC_ERR_INVALID_ARG;
         }
         for (int j = 0; j < i; j++)
             if (ex[j] == ex[i]) {
-                cc_log_error(CC_SUBSYS_CORE, "%s: rank %d is listed twice (exclude[%d] and "
-                             "exclude[%d])", fn, ex[i], j, i);
+                cc_log_error(CC_SUBSYS_CORE,
+                             "%s: rank %d is listed twice (exclude[%d] and "
+                             "exclude[%d])",
+                             fn, ex[i], j, i);
                 return CC_ERR_INVALID_ARG;
             }
     }
@@ -125,12 +138,15 @@ static cc_status_t read_result(const cc_comm_t *c, const char *key, unsigned cha
     cc_status_t st = cc__store_get(c->store, key, &v, &len, 0);
     if (st != CC_OK) return st;
     if (len != (size_t)c->size) {
-        cc_log_error(CC_SUBSYS_CORE, "cc_comm_shrink: %s: result \"%s\" has %zu bytes, expected "
-                     "%d (one per rank)", c->name, key, len, c->size);
+        cc_log_error(CC_SUBSYS_CORE,
+                     "cc_comm_shrink: %s: result \"%s\" has %zu bytes, expected "
+                     "%d (one per rank)",
+                     c->name, key, len, c->size);
         free(v);
         return CC_ERR_MISMATCH;
     }
-    for (int r = 0; r < c->size; r++) lost[r] = ((char *)v)[r] == 'L';
+    for (int r = 0; r < c->size; r++)
+        lost[r] = ((char *)v)[r] == 'L';
     free(v);
     return CC_OK;
 }
@@ -141,13 +157,16 @@ static cc_status_t propose(const cc_comm_t *c, const char *key, const unsigned c
 {
     char *mine = malloc((size_t)(unsigned)c->size);
     if (!mine) return CC_ERR_NO_MEMORY;
-    for (int r = 0; r < c->size; r++) mine[r] = state[r] == POSTED ? '.' : 'L';
+    for (int r = 0; r < c->size; r++)
+        mine[r] = state[r] == POSTED ? '.' : 'L';
     int swapped = 0;
     cc_status_t st =
         cc__store_cas(c->store, key, NULL, 0, mine, (size_t)c->size, NULL, NULL, &swapped);
     if (st == CC_OK && swapped && late)
-        cc_log_warn(CC_SUBSYS_CORE, "cc_comm_shrink: %s: %d rank(s) neither came nor left by the "
-                    "deadline (%lld ms): counted lost", c->name, late, (long long)c->timeout_ms);
+        cc_log_warn(CC_SUBSYS_CORE,
+                    "cc_comm_shrink: %s: %d rank(s) neither came nor left by the "
+                    "deadline (%lld ms): counted lost",
+                    c->name, late, (long long)c->timeout_ms);
     free(mine);
     return st == CC_OK ? read_result(c, key, lost) : st;
 }
@@ -197,9 +216,10 @@ static cc_status_t check_lists(cc_comm_t *c, uint64_t k, int64_t timeout_ms,
                            now < deadline ? (int64_t)((deadline - now) / 1000000) : 0);
         if (st == CC_ERR_NOT_FOUND) st = CC_ERR_TIMEOUT;
         if (st == CC_OK && (len != (size_t)c->size || memcmp(v, lost, len))) {
-            cc_log_error(CC_SUBSYS_CORE, "cc_comm_shrink: %s: rank %d excludes other ranks than "
-                         "rank %d (this one) does; every survivor passes the same list", c->name,
-                         r, c->rank);
+            cc_log_error(CC_SUBSYS_CORE,
+                         "cc_comm_shrink: %s: rank %d excludes other ranks than "
+                         "rank %d (this one) does; every survivor passes the same list",
+                         c->name, r, c->rank);
             st = CC_ERR_MISMATCH;
         }
         free(v);
@@ -224,7 +244,8 @@ static cc_status_t make_child(cc_comm_t *p, uint64_t k, const unsigned char *los
     char name[64];
     snprintf(name, sizeof(name), "%.40s.shrink%llu", p->name, (unsigned long long)k);
     cc_comm_config_t cfg = CC_COMM_CONFIG_INIT;
-    if (a->config) cfg = *a->config;
+    if (a->config)
+        cfg = *a->config;
     else {
         cfg.timeout_ms = p->timeout_ms;
         cfg.device = p->device;
@@ -240,17 +261,19 @@ static cc_status_t do_shrink(cc_comm_t *p, void *arg)
 {
     struct shrink_args *a = arg;
     uint64_t k = ++p->shrinks;
-    int64_t timeout_ms = a->config && a->config->timeout_ms > 0 ? a->config->timeout_ms
-                                                                : p->timeout_ms;
+    int64_t timeout_ms =
+        a->config && a->config->timeout_ms > 0 ? a->config->timeout_ms : p->timeout_ms;
     unsigned char *lost = calloc((size_t)(unsigned)p->size, 1);
     if (!lost) return CC_ERR_NO_MEMORY;
-    for (int i = 0; i < a->nexclude; i++) lost[a->exclude[i]] = 1;
-    cc_status_t st = a->nexclude ? check_lists(p, k, timeout_ms, lost)
-                                 : agree(p, k, timeout_ms, lost);
+    for (int i = 0; i < a->nexclude; i++)
+        lost[a->exclude[i]] = 1;
+    cc_status_t st =
+        a->nexclude ? check_lists(p, k, timeout_ms, lost) : agree(p, k, timeout_ms, lost);
     if (st == CC_OK && lost[p->rank]) {
-        cc_log_error(CC_SUBSYS_CORE, "cc_comm_shrink: %s: rank %d came to shrink round %llu after "
-                     "the survivors had agreed, and was counted lost", p->name, p->rank,
-                     (unsigned long long)k);
+        cc_log_error(CC_SUBSYS_CORE,
+                     "cc_comm_shrink: %s: rank %d came to shrink round %llu after "
+                     "the survivors had agreed, and was counted lost",
+                     p->name, p->rank, (unsigned long long)k);
         st = CC_ERR_PEER_LOST;
     }
     if (st == CC_OK) st = make_child(p, k, lost, a);
