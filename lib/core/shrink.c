@@ -151,22 +151,27 @@ static cc_status_t read_result(const cc_comm_t *c, const char *key, unsigned cha
     return CC_OK;
 }
 
-/* Propose "who has not posted is lost"; the first proposal of the round is the result. */
+/* Propose "who has not posted is lost"; the first proposal of the round is the result. The
+ * winner says whom it counted lost, and why. */
 static cc_status_t propose(const cc_comm_t *c, const char *key, const unsigned char *state,
-                           int late, unsigned char *lost)
+                           int64_t timeout_ms, unsigned char *lost)
 {
-    char *mine = malloc((size_t)(unsigned)c->size);
+    char *mine = malloc((size_t)(unsigned)c->size), why[256];
     if (!mine) return CC_ERR_NO_MEMORY;
-    for (int r = 0; r < c->size; r++)
+    size_t n = 0;
+    why[0] = '\0';
+    for (int r = 0; r < c->size; r++) {
         mine[r] = state[r] == POSTED ? '.' : 'L';
+        if (state[r] != POSTED && n < sizeof(why) - 40)
+            n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%d (%s)", n ? ", " : "", r,
+                                  state[r] == GONE ? "gone" : "did not come in time");
+    }
     int swapped = 0;
     cc_status_t st =
         cc__store_cas(c->store, key, NULL, 0, mine, (size_t)c->size, NULL, NULL, &swapped);
-    if (st == CC_OK && swapped && late)
-        cc_log_warn(CC_SUBSYS_CORE,
-                    "cc_comm_shrink: %s: %d rank(s) neither came nor left by the "
-                    "deadline (%lld ms): counted lost",
-                    c->name, late, (long long)c->timeout_ms);
+    if (st == CC_OK && swapped)
+        cc_log_warn(CC_SUBSYS_CORE, "cc_comm_shrink: %s: ranks counted lost: %s (deadline %lld ms)",
+                    c->name, n ? why : "none", (long long)timeout_ms);
     free(mine);
     return st == CC_OK ? read_result(c, key, lost) : st;
 }
@@ -188,7 +193,7 @@ static cc_status_t agree(cc_comm_t *c, uint64_t k, int64_t timeout_ms, unsigned 
         int left = 0;
         if ((st = look(c, k, state, &left)) != CC_OK) break;
         if (left == 0 || cc__now_ns() >= deadline) {
-            st = propose(c, result, state, left, lost);
+            st = propose(c, result, state, timeout_ms, lost);
             break;
         }
         usleep(POLL_US);
