@@ -9,7 +9,8 @@
  *    `ccdump show` on the rings shows each child made from its parent;
  *  - an explicit list on a healthy comm (threads as ranks), survivors that
  *    pass different lists (CC_ERR_MISMATCH), and bad arguments;
- *  - a rank that comes after the others agreed finds itself counted lost.
+ *  - a rank that comes after the others agreed finds itself counted lost;
+ *  - a shrink of an aborted comm whose ranks all live loses nobody.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -390,12 +391,40 @@ static void test_late_rank(void **state)
     assert_int_equal(cc_test_thread_ranks(3, late_rank, NULL), 0);
 }
 
+/* After cc_comm_abort on every rank (nobody died): the agreed shrink loses nobody, and the
+ * child of the broken parent works. */
+static int aborted_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *c = NULL, *child = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&c, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_comm_abort(c) == CC_OK, "abort");
+    CC_TEST_REQUIRE(cc_barrier(c, NULL, NULL) == CC_ERR_ABORTED, "the parent is broken");
+    cc_status_t st = cc_comm_shrink(c, NULL, 0, NULL, &child);
+    CC_TEST_REQUIRE(st == CC_OK, "shrink of an aborted comm: %s", cc_status_name(st));
+    CC_TEST_REQUIRE(cc_comm_size(child) == size && cc_comm_rank(child) == rank, "size %d rank %d",
+                    cc_comm_size(child), cc_comm_rank(child));
+    int64_t x = 1, y = 0;
+    CC_TEST_REQUIRE(cc_allreduce(child, &x, &y, 1, CC_INT64, CC_SUM, NULL, NULL) == CC_OK &&
+                        y == size,
+                    "allreduce on the child: %lld", (long long)y);
+    cc_comm_destroy(child);
+    cc_comm_destroy(c);
+    return 0;
+}
+
+static void test_after_abort(void **state)
+{
+    (void)state;
+    assert_int_equal(cc_test_thread_ranks(3, aborted_rank, NULL), 0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest all[] = {
         cmocka_unit_test(test_kill_twice), cmocka_unit_test(test_kill_twice_tcp),
         cmocka_unit_test(test_explicit),   cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_late_rank),
+        cmocka_unit_test(test_late_rank),  cmocka_unit_test(test_after_abort),
     };
     /* One test by name (ctest runs each alone, within its own timeout), or all. */
     size_t n = sizeof(all) / sizeof(all[0]);
