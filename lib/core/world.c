@@ -315,8 +315,9 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
                                     &w->store),
                   st, fail);
     CC_CHECK_GOTO(attach_job_id(w), st, fail);
+    /* No will: a process may attach several times (one per NCCL communicator), and one
+     * attachment that ends would read as the rank gone. Shrink falls back on its deadline. */
     snprintf(w->prefix, sizeof(w->prefix), "attach/");
-    CC_CHECK_GOTO(leave_will(w, rank), st, fail);
     *out = w;
     return CC_OK;
 fail:
