@@ -4,8 +4,9 @@
  * A communicator is a group of ranks that run collectives together. The
  * first one comes from the launcher's environment (cc_comm_init_from_env) or
  * from explicit arguments (cc_comm_init); more come from cc_comm_split and
- * cc_comm_create_group. Creation, split, create_group and destroy are
- * collective: every member calls them, in the same order.
+ * cc_comm_create_group, and, after a failure, from cc_comm_shrink.
+ * Creation, split, create_group, shrink and destroy are collective: every
+ * member calls them, in the same order.
  *
  * Thread safety: calls on one communicator are per-communicator serial (one
  * thread at a time, ops issued in the same order on every rank), except
@@ -67,6 +68,40 @@ CC_API cc_status_t cc_comm_split(cc_comm_t *parent, int color, int key,
  */
 CC_API cc_status_t cc_comm_create_group(cc_comm_t *parent, const int *ranks, int nranks,
                                         const cc_comm_config_t *config, cc_comm_t **child);
+
+/*
+ * cc_comm_shrink - make a communicator of the parent's survivors, to go on
+ * after a rank failed (NCCL's ncclCommShrink, MPI ULFM's MPI_Comm_shrink).
+ * Works on a broken parent (after CC_ERR_PEER_LOST, CC_ERR_TIMEOUT or an
+ * abort) as on a healthy one. The child's ranks keep the survivors' order;
+ * its name is "<parent name>.shrink<k>" for the parent's k-th shrink unless
+ * config->name says otherwise; the flight recorder lists the parent as its
+ * parent_id.
+ *   comm     the parent (borrowed; it stays to be destroyed by the caller)
+ *   exclude  parent ranks to leave out, or NULL with nexclude 0: "the ranks
+ *            that are lost", agreed among the survivors through the store so
+ *            that every survivor gets the same child (docs/api.md, "Shrink").
+ *            With a list, every rank not listed calls, with the same list
+ *            (checked: CC_ERR_MISMATCH names a rank whose list differs);
+ *            listed ranks do not call. Borrowed for the call.
+ *   nexclude entries in exclude, 0 .. size-1
+ *   config   options of the child (borrowed), or NULL: the parent's timeout,
+ *            device and transport. Its timeout_ms, else the parent's, bounds
+ *            the agreement: a rank that has not come by then is counted lost.
+ *   child    out: the new communicator (new; free with cc_comm_destroy);
+ *            set only on success
+ * No rank that is gone is waited for: a rank's store connection closes with
+ * its process, and the store tells the survivors at once.
+ * Returns CC_OK; CC_ERR_INVALID_ARG (comm or child invalid, nexclude < 0 or
+ * >= size, exclude NULL with nexclude > 0, a rank out of range, listed
+ * twice, or the caller itself; nothing is created); CC_ERR_MISMATCH (the
+ * survivors' lists differ); CC_ERR_PEER_LOST (this rank came after the
+ * survivors had agreed, and was counted lost; or the store is gone);
+ * CC_ERR_TIMEOUT (a survivor did not come in time to an explicit shrink, or
+ * the child's setup timed out). Per-communicator serial, like split.
+ */
+CC_API cc_status_t cc_comm_shrink(cc_comm_t *comm, const int *exclude, int nexclude,
+                                  const cc_comm_config_t *config, cc_comm_t **child);
 
 /*
  * cc_comm_destroy - wait for the communicator's pending ops, then free it

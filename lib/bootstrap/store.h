@@ -104,6 +104,15 @@ cc_status_t cc__store_local_addr(const cc__store_t *store, char *buf, size_t buf
 cc_status_t cc__store_set(cc__store_t *store, const char *key, const void *value, size_t len);
 
 /*
+ * Leave a "last will" on the connection: the server sets key = value when
+ * the connection closes (the process exited or died, even by SIGKILL, or
+ * the last handle on it was closed). A later will on the same connection
+ * replaces the earlier one; views prefix the key as usual. Survivors learn
+ * from it, without waiting for a timeout, that a rank is gone.
+ */
+cc_status_t cc__store_will(cc__store_t *store, const char *key, const void *value, size_t len);
+
+/*
  * Get a key, waiting up to `timeout_ms` for it to exist (0 = do not wait).
  * *value is new (free with free()), NUL-terminated beyond *len for convenience.
  * Returns CC_OK; CC_ERR_TIMEOUT (the log names the key); CC_ERR_NOT_FOUND

@@ -1,5 +1,5 @@
 /*
- * store_client_ops.c - the store operations a client sends: set, get,
+ * store_client_ops.c - the store operations a client sends: set, will, get,
  * multi_get, wait, check, add, compare-and-set, delete, and barrier and
  * allgather built on them.
  *
@@ -82,27 +82,42 @@ static void log_missing(cc__store_t *s, const char *op, const char *const *keys,
                      keys[m->first]);
 }
 
+static cc_status_t set_op(cc__store_t *store, uint8_t op, const char *opname, const char *key,
+                          const void *value, size_t len);
+
 cc_status_t cc__store_set(cc__store_t *store, const char *key, const void *value, size_t len)
+{
+    return set_op(store, CC__STORE_OP_SET, "set", key, value, len);
+}
+
+cc_status_t cc__store_will(cc__store_t *store, const char *key, const void *value, size_t len)
+{
+    return set_op(store, CC__STORE_OP_WILL, "will", key, value, len);
+}
+
+/* set and will: [key, value] -> [] */
+static cc_status_t set_op(cc__store_t *store, uint8_t op, const char *opname, const char *key,
+                          const void *value, size_t len)
 {
     struct cc__store_wr w;
     struct cc__store_reply r;
     if (!store || (!value && len) || len > CC__STORE_MAX_VALUE) {
-        cc_log_error(CC_SUBSYS_BOOTSTRAP, "store set: key \"%s\": %s", key ? key : "(null)",
+        cc_log_error(CC_SUBSYS_BOOTSTRAP, "store %s: key \"%s\": %s", opname, key ? key : "(null)",
                      !store                      ? "store is NULL"
                      : len > CC__STORE_MAX_VALUE ? "value over the limit of 16 MiB"
                                                  : "value is NULL");
         return CC_ERR_INVALID_ARG;
     }
-    cc__store_wr_begin(&w, CC__STORE_OP_SET, 0);
-    cc_status_t st = cc__store_key_field(store, &w, key, "set");
+    cc__store_wr_begin(&w, op, 0);
+    cc_status_t st = cc__store_key_field(store, &w, key, opname);
     if (st != CC_OK) return cc__store_wr_free(&w), st;
     cc__store_wr_field(&w, value, len);
     st = cc__store_call(store, &w, 0, key, &r);
     if (st == CC_OK && r.status == CC_ERR_NO_MEMORY)
-        cc_log_error(CC_SUBSYS_BOOTSTRAP, "store %s: set \"%s%s\": the server is out of memory",
-                     store->conn->addr, store->prefix, key);
+        cc_log_error(CC_SUBSYS_BOOTSTRAP, "store %s: %s \"%s%s\": the server is out of memory",
+                     store->conn->addr, opname, store->prefix, key);
     if (st == CC_OK && r.status != CC_ERR_NO_MEMORY && (r.status != CC_OK || r.nfields != 0))
-        st = cc__store_bad_reply(store, "set", key, "unexpected status or fields");
+        st = cc__store_bad_reply(store, opname, key, "unexpected status or fields");
     if (st == CC_OK) st = (cc_status_t)r.status;
     cc__store_call_end(store, &r);
     return st;

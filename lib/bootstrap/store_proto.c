@@ -304,7 +304,7 @@ const char *cc__store_errstr(int err, char *buf, size_t buflen)
 const char *cc__store_op_name(unsigned op, char *buf, size_t buflen)
 {
     static const char *const names[] = {"",     "hello", "auth", "set", "get",   "multi_get",
-                                        "wait", "check", "add",  "cas", "delete"};
+                                        "wait", "check", "add",  "cas", "delete", "will"};
     if (op > 0 && op < CC__STORE_OP_END) return names[op];
     snprintf(buf, buflen, "op%u", op);
     return buf;

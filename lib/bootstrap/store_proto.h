@@ -50,6 +50,8 @@ enum cc__store_op {
     CC__STORE_OP_ADD = 8,       /* [key, delta i64] -> [result i64] */
     CC__STORE_OP_CAS = 9,       /* [key, flags u8, expected, desired] -> [swapped u8, (current)] */
     CC__STORE_OP_DELETE = 10,   /* [key] -> [deleted u8] */
+    CC__STORE_OP_WILL = 11,     /* [key, value] -> []: set key = value when this connection
+                                   closes (its process died or let go of the store) */
     CC__STORE_OP_END
 };
 

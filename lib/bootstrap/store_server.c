@@ -108,6 +108,7 @@ void cc__srv_kill(struct cc__store_server *s, struct srv_conn *c)
     if (c->dead) return;
     c->dead = 1;
     cc__srv_unpark(s, c);
+    cc__srv_will_fire(s, c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -132,6 +133,7 @@ static void free_graveyard(struct cc__store_server *s)
         s->graveyard = c->next;
         free(c->in);
         free(c->out);
+        free(c->will);
         free(c);
     }
 }
@@ -455,6 +457,11 @@ static void *srv_main(void *arg)
         /* After the connections' own events: finishing a login comes before a new one. */
         if (accept_now && !stop) srv_accept(s);
         run_timers(s, cc__now_ns());
+        /* Waking may close more connections (a failed reply), whose wills wake again. */
+        while (s->wills_fired) {
+            s->wills_fired = 0;
+            cc__srv_wake_all(s);
+        }
         free_graveyard(s);
     }
     return NULL;

@@ -51,6 +51,9 @@ struct srv_conn {
     size_t out_len, out_off;
     uint32_t events; /* epoll interest currently registered */
     struct srv_park park;
+    uint8_t *will;       /* "last will": key then value, set when the connection closes
+                            (malloc'd; NULL = none; a later will replaces it) */
+    uint32_t will_klen, will_vlen;
     struct srv_conn *prev, *next;   /* all live connections */
     struct srv_conn *pprev, *pnext; /* parked connections */
     struct srv_conn *uprev, *unext; /* unauthenticated connections, oldest first */
@@ -72,6 +75,7 @@ struct cc__store_server {
     _Atomic size_t clients; /* nconns, for other threads (cc__store_server_clients) */
     _Atomic size_t peers;   /* nconns - nown, for other threads (cc__store_server_peers) */
     uint64_t accept_resume_ns; /* accepting is paused (fd limit) until then; 0 = not paused */
+    int wills_fired; /* a closed connection's will was written: parked requests look again */
 };
 
 /* --- store_server.c, for the handlers --- */
@@ -102,5 +106,9 @@ int cc__srv_request(struct cc__store_server *s, struct srv_conn *c);
 void cc__srv_expire(struct cc__store_server *s, uint64_t now_ns);
 /* Forget c's parked request (the connection is going away). */
 void cc__srv_unpark(struct cc__store_server *s, struct srv_conn *c);
+/* c closes: write its will, if it left one (no reply, no wake: see cc__srv_wake_all). */
+void cc__srv_will_fire(struct cc__store_server *s, struct srv_conn *c);
+/* Wills were written: answer the parked requests whose keys are all present now. */
+void cc__srv_wake_all(struct cc__store_server *s);
 
 #endif /* CC_BOOTSTRAP_STORE_SERVER_INT_H */

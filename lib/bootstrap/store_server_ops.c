@@ -1,6 +1,6 @@
 /*
  * store_server_ops.c - the store server's request handlers: the handshake,
- * set/get/multi_get/wait/check/add/cas/delete, and parked requests.
+ * set/get/multi_get/wait/check/add/cas/delete/will, and parked requests.
  *
  * A get, multi_get or wait whose keys are not all present is parked on its
  * connection with a deadline. Every mutation wakes the parked requests that
@@ -229,6 +229,48 @@ static int op_set(struct cc__store_server *s, struct srv_conn *c, const struct c
     return 0;
 }
 
+void cc__srv_wake_all(struct cc__store_server *s)
+{
+    for (struct srv_conn *c = s->parked, *next; c; c = next) {
+        next = c->pnext;
+        c->park.next = first_missing(s, &c->park, 0);
+        if (c->park.next == c->park.nkeys) park_complete(s, c);
+    }
+}
+
+void cc__srv_will_fire(struct cc__store_server *s, struct srv_conn *c)
+{
+    if (!c->will) return;
+    const uint8_t *k = c->will, *v = c->will + c->will_klen;
+    if (!cc__kv_set(&s->kv, k, c->will_klen, cc__kv_hash(k, c->will_klen), v, c->will_vlen))
+        cc_log_error(CC_SUBSYS_BOOTSTRAP, "store %s: no memory to write the will \"%.*s\" of "
+                     "closed client %s", s->name, (int)c->will_klen, (const char *)k, c->addr);
+    else
+        cc_log_debug(CC_SUBSYS_BOOTSTRAP, "store %s: client %s closed: its will \"%.*s\" is set",
+                     s->name, c->addr, (int)c->will_klen, (const char *)k);
+    free(c->will);
+    c->will = NULL;
+    s->wills_fired = 1;
+}
+
+/* will: [key, value]. Kept on the connection, written when it closes: how the survivors of a
+ * job learn at once that a rank's process is gone (its socket closes with it). */
+static int op_will(struct cc__store_server *s, struct srv_conn *c, const struct cc__store_field *f,
+                   uint32_t n)
+{
+    if (n != 2) return malformed(s, c, "%u fields (expected key and value)", n);
+    if (check_key(s, c, &f[0]) != 0 || check_value(s, c, &f[1]) != 0) return -1;
+    uint8_t *w = malloc((size_t)f[0].len + f[1].len + 1);
+    if (!w) return reply_status(s, c, CC_ERR_NO_MEMORY);
+    memcpy(w, f[0].p, f[0].len);
+    if (f[1].len) memcpy(w + f[0].len, f[1].p, f[1].len);
+    free(c->will);
+    c->will = w;
+    c->will_klen = f[0].len;
+    c->will_vlen = f[1].len;
+    return reply_status(s, c, CC_OK);
+}
+
 /* check: [key] -> [exists] */
 static int op_check(struct cc__store_server *s, struct srv_conn *c, const struct cc__store_field *f,
                     uint32_t n)
@@ -375,6 +417,8 @@ static int dispatch(struct cc__store_server *s, struct srv_conn *c, const struct
         return op_add(s, c, f, n);
     case CC__STORE_OP_CAS:
         return op_cas(s, c, f, n);
+    case CC__STORE_OP_WILL:
+        return op_will(s, c, f, n);
     default:
         return malformed(s, c, "opcode %u is not a request", op);
     }

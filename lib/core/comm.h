@@ -6,7 +6,13 @@
 #ifndef CC_CORE_COMM_H
 #define CC_CORE_COMM_H
 
+#include <stddef.h>
+
 #include "engine/comm.h"
+
+/* The store key (on world->store) that the store sets when world rank `r`'s connection closes:
+ * "<prefix>lost/<r>" (the will each rank leaves at join; shrink reads it). */
+void cc__world_lost_key(const cc__world_t *world, int r, char *buf, size_t buflen);
 
 /* 1 if comm is a live handle (checks the magic; NULL is not). */
 int cc__comm_valid(const cc_comm_t *comm);

@@ -149,6 +149,23 @@ static cc_status_t claim_rank(cc__world_t *w, int rank, const char *prefix)
     return CC_OK;
 }
 
+void cc__world_lost_key(const cc__world_t *w, int r, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%slost/%d", w->prefix, r);
+}
+
+/* Leave the will that tells the job this rank is gone when its store connection closes: its
+ * process died (even by SIGKILL) or let go of the world. Shrink counts such ranks lost. */
+static cc_status_t leave_will(cc__world_t *w, int rank)
+{
+    char key[64], val[160], host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    cc__world_lost_key(w, rank, key, sizeof(key));
+    int n = snprintf(val, sizeof(val), "rank %d (%s:%d): its store connection closed", rank, host,
+                     (int)getpid());
+    return cc__store_will(w->store, key, val, (size_t)n);
+}
+
 /* CCOMM_JOB_KEY; a job of one hosts a private store on loopback: a key nobody else knows. */
 static void pick_key(cc__world_t *w, int port, int size)
 {
@@ -202,8 +219,10 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     int64_t arrival = 0;
     CC_CHECK_GOTO(cc__store_add(w->store, "world/arrivals", 1, &arrival), st, fail);
     snprintf(prefix, sizeof(prefix), "world%lld/", (long long)((arrival - 1) / size));
+    snprintf(w->prefix, sizeof(w->prefix), "%s", prefix);
     CC_CHECK_GOTO(claim_size(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(claim_rank(w, rank, prefix), st, fail);
+    CC_CHECK_GOTO(leave_will(w, rank), st, fail);
     CC_CHECK_GOTO(check_sizes(w, rank, size, prefix), st, fail);
     CC_CHECK_GOTO(agree_job_id(w, rank, prefix), st, fail);
     *out = w;
@@ -296,6 +315,9 @@ cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may
                                     &w->store),
                   st, fail);
     CC_CHECK_GOTO(attach_job_id(w), st, fail);
+    /* No will: a process may attach several times (one per NCCL communicator), and one
+     * attachment that ends would read as the rank gone. Shrink falls back on its deadline. */
+    snprintf(w->prefix, sizeof(w->prefix), "attach/");
     *out = w;
     return CC_OK;
 fail:

@@ -33,6 +33,7 @@ typedef struct cc__world {
     cc__store_server_t *server;    /* set when this process hosts the store */
     char store_addr[256];
     char job_key[80];              /* the key every store connection proves (secret) */
+    char prefix[32];               /* this world's store keys ("world<g>/", "attach/") */
 } cc__world_t;
 
 struct cc_comm {
@@ -49,6 +50,7 @@ struct cc_comm {
     cc__world_t *world;
     cc__store_t *store;            /* a view "c/<id>/" of world->store */
     uint64_t children;             /* splits and groups made from this comm */
+    uint64_t shrinks;              /* shrink rounds this rank took part in (shrink.c) */
 
     uint64_t coll_seq;             /* last collective number handed out */
     uint64_t *send_seq;            /* per peer: last send number */

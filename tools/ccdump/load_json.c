@@ -174,6 +174,8 @@ static int ccomm_comms(ccd_job_t *job, ccd_rank_t *r, json_t *cc, pgmap_t *pm)
                                 size >= 0 && size <= CCD_MAX_WORLD ? (int32_t)size : -1, NULL);
         int k = g < 0 ? -1 : ccd_rank_comm(r, (uint32_t)g);
         if (k < 0) return -1;
+        const char *parent = str_or(c, "parent_id", NULL);
+        if (parent) job->comms[g].parent_id = strtoull(parent, NULL, 10);
         ccd_rcomm_t *rc = &r->comms[k];
         rc->rank = rank_or(c, "rank");
         rc->aborted = json_is_true(json_object_get(c, "aborted"));

@@ -56,6 +56,7 @@ static int ring_comms(ccd_job_t *job, ccd_rank_t *r, const cc__fr_snapshot_t *s,
         int g = ccd_comm_intern(job, key, c->name, size, m && size >= 0 ? m : NULL);
         int k = g < 0 ? -1 : ccd_rank_comm(r, (uint32_t)g);
         if (k < 0) return -1;
+        if (c->parent_id) job->comms[g].parent_id = c->parent_id;
         ccd_rcomm_t *rc = &r->comms[k];
         rc->rank = c->rank;
         rc->last_enq = c->last_enqueued;

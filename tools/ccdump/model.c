@@ -297,6 +297,13 @@ int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t s
     return i;
 }
 
+int ccd_comm_by_id(const ccd_job_t *job, uint64_t id)
+{
+    char key[24];
+    snprintf(key, sizeof(key), "%llu", (unsigned long long)id);
+    return id ? comm_find(job, key) : -1;
+}
+
 void ccd_comm_set_member(ccd_job_t *job, uint32_t g, int32_t crank, int32_t world)
 {
     ccd_comm_t *c = &job->comms[g];

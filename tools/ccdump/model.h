@@ -84,6 +84,7 @@ typedef struct ccd_comm {
     char key[48];     /* equal on every member: ccomm's comm id in decimal, PyTorch's pg name */
     char name[64];    /* "world", "world.1", PyTorch's desc */
     uint64_t id;      /* ccomm comm id (0 for foreign dumps) */
+    uint64_t parent_id; /* the comm it was split, grouped or shrunk from (0 none or unknown) */
     int32_t size;     /* members (-1 unknown): as recorded, not an allocation size */
     int32_t *members; /* world rank of comm rank k < nlisted, -1 unknown; NULL none */
     int32_t nlisted;  /* entries of members: only an input's own member list makes them */
@@ -160,6 +161,8 @@ int ccd_job_add(ccd_job_t *job, ccd_rank_t *r);
  */
 int ccd_comm_intern(ccd_job_t *job, const char *key, const char *name, int32_t size,
                     const int32_t *members);
+/* The job comm with ccomm id `id`, or -1 (for naming a parent). */
+int ccd_comm_by_id(const ccd_job_t *job, uint64_t id);
 /* Records that world rank `world` is comm rank `crank` of comm g (within its member list). */
 void ccd_comm_set_member(ccd_job_t *job, uint32_t g, int32_t crank, int32_t world);
 /* A rank's comm index for job comm g (adding it), or -1 when out of memory. */

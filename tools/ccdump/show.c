@@ -103,6 +103,12 @@ static void comm_table(const ccd_job_t *job, const ccd_rank_t *r, uint32_t k, co
             c->key, rc->rank, c->size, (unsigned long long)rc->last_enq,
             (unsigned long long)rc->last_start, (unsigned long long)rc->last_done,
             rc->aborted ? ", aborted: " : "", rc->aborted ? cc_status_name(rc->abort_reason) : "");
+    if (c->parent_id) { /* the job's history: which comm this one was made from */
+        int p = ccd_comm_by_id(job, c->parent_id);
+        fprintf(out, "    made from ");
+        ccd_put_safe(out, p >= 0 && job->comms[p].name[0] ? job->comms[p].name : "?");
+        fprintf(out, " (id %llu)\n", (unsigned long long)c->parent_id);
+    }
     if (!n) return;
     uint32_t skip = !o->all && n > o->last ? n - (uint32_t)o->last : 0;
     if (skip) fprintf(out, "    (%u older ops not shown: --all)\n", skip);

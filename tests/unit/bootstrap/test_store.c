@@ -1,9 +1,10 @@
 /*
  * test_store.c - the bootstrap store's operations: set/get/multi_get/wait/
- * check/add/cas/delete, waits that are answered and waits that time out,
+ * check/add/cas/delete/will, waits that are answered and waits that time out,
  * views, many concurrent clients, barrier, and allgather with 64 ranks.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -488,6 +489,54 @@ static void test_peers_leave_out_own_aux(void **state)
     cc__store_server_stop(t.srv);
 }
 
+/* A will is written when its connection closes, for a process killed with SIGKILL too, and
+ * wakes a get parked on its key; a later will replaces the earlier one; a view prefixes it. */
+static void test_will_on_close(void **state)
+{
+    (void)state;
+    struct test_srv t;
+    test_srv_start(&t, TEST_KEY);
+    cc__store_t *obs = test_connect(&t, TEST_KEY), *c = test_connect(&t, TEST_KEY), *v = NULL;
+    assert_int_equal(cc__store_view(c, "p/", &v), CC_OK);
+    assert_int_equal(cc__store_will(v, "gone", "first", 5), CC_OK);
+    assert_int_equal(cc__store_will(v, "gone", "rank 3", 6), CC_OK);
+    int exists = 1;
+    assert_int_equal(cc__store_check(obs, "p/gone", &exists), CC_OK);
+    assert_int_equal(exists, 0); /* not while the connection lives */
+    cc__store_close(v);
+    cc__store_close(c);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(cc__store_get(obs, "p/gone", &val, &len, 5000), CC_OK);
+    assert_int_equal(len, 6);
+    assert_memory_equal(val, "rank 3", 6);
+    free(val);
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cc__store_t *k = NULL;
+        char b = 0;
+        close(pipefd[0]);
+        if (cc__store_connect(t.addr, TEST_KEY, 5000, &k) != CC_OK) _exit(1);
+        if (cc__store_will(k, "killed", "x", 1) != CC_OK) _exit(2);
+        if (write(pipefd[1], &b, 1) != 1) _exit(3);
+        for (;;) pause(); /* until SIGKILL */
+    }
+    close(pipefd[1]);
+    char b;
+    assert_int_equal(read(pipefd[0], &b, 1), 1);
+    close(pipefd[0]);
+    uint64_t t0 = cc__now_ns();
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(cc__store_get(obs, "killed", &val, &len, 5000), CC_OK);
+    assert_true(test_ms_since(t0) < 2000);
+    free(val);
+    cc__store_close(obs);
+    cc__store_server_stop(t.srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -504,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_barrier_timeout_and_reuse),
         cmocka_unit_test(test_server_stop_breaks_clients),
         cmocka_unit_test(test_peers_leave_out_own_aux),
+        cmocka_unit_test(test_will_on_close),
     };
     cc__log_init();
     return cmocka_run_group_tests(tests, NULL, NULL);
