@@ -5,6 +5,11 @@
 
 int ccd_test_job(cc_test_rank_fn fn, const char *dir, const char *name)
 {
+    return ccd_test_job_env(fn, dir, name, NULL);
+}
+
+int ccd_test_job_env(cc_test_rank_fn fn, const char *dir, const char *name, const char *extra)
+{
     char env_rec[200], env_dump[200], env_job[80];
     snprintf(env_rec, sizeof(env_rec), "CCOMM_RECORDER_DIR=%s/rings", dir);
     snprintf(env_dump, sizeof(env_dump), "CCOMM_DUMP_DIR=%s/dumps", dir);
@@ -18,6 +23,7 @@ int ccd_test_job(cc_test_rank_fn fn, const char *dir, const char *name)
                          "CCOMM_HEARTBEAT_MS=100",
                          "CCOMM_LOG_LEVEL=NONE",
                          "ASAN_OPTIONS=detect_leaks=0",
+                         extra,
                          NULL};
     return cc_test_fork_ranks(4, fn, (void *)dir, 60, env, NULL);
 }

@@ -10,5 +10,7 @@
 
 /* Runs fn on 4 ranks as job `name` (dir is also each rank's arg); the ranks that failed. */
 int ccd_test_job(cc_test_rank_fn fn, const char *dir, const char *name);
+/* The same with one more "NAME=value" in the ranks' environment (NULL: none). */
+int ccd_test_job_env(cc_test_rank_fn fn, const char *dir, const char *name, const char *extra);
 
 #endif /* CCDUMP_TEST_JOB_ENV_H */
