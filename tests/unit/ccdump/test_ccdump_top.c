@@ -120,7 +120,7 @@ static int paced_rank(int rank, int size, const char *addr, void *arg)
 }
 
 typedef struct job {
-    char dir[200], env[40];
+    char dir[200], env[40], name[16];
     int holder, failed;
     pthread_t th;
 } job_t;
@@ -128,18 +128,22 @@ typedef struct job {
 static void *job_thread(void *arg)
 {
     job_t *j = arg;
-    j->failed = ccd_test_job_env(paced_rank, j->dir, "top", j->env);
+    j->failed = ccd_test_job_env(paced_rank, j->dir, j->name, j->env);
     return NULL;
 }
+
+static job_t *live; /* a job a failed test left held (static storage): let go in the teardown */
 
 /* Starts the job and returns once every rank but the holder is in the last allreduce. */
 static void job_start(job_t *j, const char *name, int late)
 {
     snprintf(j->dir, sizeof(j->dir), "%s", td_at(name));
+    snprintf(j->name, sizeof(j->name), "%s", name); /* its own job id: its own shm names */
     assert_int_equal(mkdir(j->dir, 0700), 0);
     snprintf(j->env, sizeof(j->env), "TOP_TEST_LATE=%d", late);
     j->holder = late >= 0 ? late : 3;
     assert_int_equal(pthread_create(&j->th, NULL, job_thread, j), 0);
+    live = j;
     char path[300];
     for (int r = 0; r < 4; r++) {
         snprintf(path, sizeof(path), "%s/in.%d", j->dir, r);
@@ -155,6 +159,7 @@ static void job_finish(job_t *j)
     snprintf(path, sizeof(path), "%s/go", j->dir);
     touch(path);
     pthread_join(j->th, NULL);
+    live = NULL;
     assert_int_equal(j->failed, 0);
 }
 
@@ -278,7 +283,7 @@ static void check_stats(const job_t *j, int want_straggler)
 static void test_straggler_job(void **state)
 {
     (void)state;
-    job_t j;
+    static job_t j; /* outlives a failed test: let_go joins its thread */
     job_start(&j, "late", 2);
     check_live_json(&j, 2);
     check_live_text(&j, 2);
@@ -289,7 +294,7 @@ static void test_straggler_job(void **state)
 static void test_even_job(void **state)
 {
     (void)state;
-    job_t j;
+    static job_t j; /* outlives a failed test: let_go joins its thread */
     job_start(&j, "even", -1);
     check_live_json(&j, -1);
     check_live_text(&j, -1);
@@ -333,11 +338,11 @@ static int reap(pid_t pid, int master)
     return -1;
 }
 
-/* <rings>/top/rank<r>.<pid>.ccfr */
-static void find_ring(const char *rings, int rank, char *out, size_t len) /* len >= 700 */
+/* <rings>/<job>/rank<r>.<pid>.ccfr (len >= 700) */
+static void find_ring(const char *rings, const char *job, int rank, char *out, size_t len)
 {
     char dir[400], want[32];
-    snprintf(dir, sizeof(dir), "%s/top", rings);
+    snprintf(dir, sizeof(dir), "%s/%s", rings, job);
     snprintf(want, sizeof(want), "rank%d.", rank);
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -353,7 +358,7 @@ static void find_ring(const char *rings, int rank, char *out, size_t len) /* len
  * must be as before. With `q`, a ring is taken away while it runs (the
  * next frame has 3 ranks) and put back (4 again).
  */
-static void tty_session(const char *rings, int sig)
+static void tty_session(const char *rings, const char *job, int sig)
 {
     int master, slave;
     assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
@@ -381,7 +386,7 @@ static void tty_session(const char *rings, int sig)
     assert_non_null(strstr(seen, " exited ")); /* the job is over: its processes are shown so */
     if (!sig) {
         char ring[700], away[720];
-        find_ring(rings, 1, ring, sizeof(ring));
+        find_ring(rings, job, 1, ring, sizeof(ring));
         snprintf(away, sizeof(away), "%s.away", ring); /* not *.ccfr: not read */
         assert_int_equal(rename(ring, away), 0);
         seen[0] = '\0';
@@ -408,11 +413,11 @@ static void tty_session(const char *rings, int sig)
 static void test_tty(void **state)
 {
     (void)state;
-    job_t j;
+    static job_t j; /* outlives a failed test: let_go joins its thread */
     job_start(&j, "tty", -1);
     job_finish(&j); /* the rings of a finished job: top shows them as they are */
-    tty_session(rings_of(&j), 0);
-    tty_session(rings_of(&j), SIGTERM);
+    tty_session(rings_of(&j), j.name, 0);
+    tty_session(rings_of(&j), j.name, SIGTERM);
 }
 
 /* ---- bad input ------------------------------------------------------------ */
@@ -465,6 +470,19 @@ static int teardown(void **state)
     return 0;
 }
 
+static int let_go(void **state)
+{
+    (void)state;
+    if (live) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/go", live->dir);
+        touch(path);
+        pthread_join(live->th, NULL);
+        live = NULL;
+    }
+    return 0;
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -472,10 +490,10 @@ int main(void)
     return 77;
 #endif
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_straggler_job),
-        cmocka_unit_test(test_even_job),
-        cmocka_unit_test(test_tty),
+        cmocka_unit_test_teardown(test_bad_input, let_go),
+        cmocka_unit_test_teardown(test_straggler_job, let_go),
+        cmocka_unit_test_teardown(test_even_job, let_go),
+        cmocka_unit_test_teardown(test_tty, let_go),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
