@@ -156,10 +156,11 @@ static int stragglers(const ccd_job_t *job, const char *comm, int as_json, FILE 
         if (!ccd_comm_is(ci->c, comm) || ci->nrecords < 2) continue;
         if ((rc = ccd_strag_compute(ci, UINT64_MAX, 0, &st))) break;
         if (as_json) {
-            json_t *j = ccd_strag_json(&st, ci->c->name);
-            json_object_set_new(j, "comm", json_string(ci->c->name));
-            json_object_set_new(j, "comm_key", json_string(ci->c->key));
-            json_object_set_new(j, "size", json_integer(ci->size));
+            json_t *j = json_pack("{s:s, s:s, s:i}", "comm", ci->c->name, "comm_key", ci->c->key,
+                                  "size", ci->size),
+                   *sj = ccd_strag_json(&st, ci->c->name);
+            json_object_update(j, sj);
+            json_decref(sj);
             json_array_append_new(arr, j);
         } else {
             fputs("communicator ", out);
