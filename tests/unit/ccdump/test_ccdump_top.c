@@ -356,7 +356,8 @@ static void find_ring(const char *rings, const char *job, int rank, char *out, s
 /*
  * ccdump top on a pty, ended by `q` (sig 0) or by signal sig; the terminal
  * must be as before. With `q`, a ring is taken away while it runs (the
- * next frame has 3 ranks) and put back (4 again).
+ * next frame has 3 ranks) and put back (4 again), and the keys f and ?
+ * freeze and show the help.
  */
 static void tty_session(const char *rings, const char *job, int sig)
 {
@@ -394,6 +395,14 @@ static void tty_session(const char *rings, const char *job, int sig)
         assert_int_equal(rename(away, ring), 0);
         seen[0] = '\0';
         if (!read_until(master, "4 rank(s)", seen, sizeof(seen))) fail_msg("ring back, still:\n%s", seen);
+        static const char *const keys[][2] = {{"f", "[frozen]"}, {"?", "keys (when stdin"},
+                                              {"x", "communicator world"}};
+        for (int k = 0; k < 3; k++) { /* freeze, help, back from the help */
+            seen[0] = '\0';
+            assert_int_equal(write(master, keys[k][0], 1), 1);
+            if (!read_until(master, keys[k][1], seen, sizeof(seen)))
+                fail_msg("key %s: no \"%s\" in:\n%s", keys[k][0], keys[k][1], seen);
+        }
     }
     if (sig) kill(pid, sig);
     else assert_int_equal(write(master, "q", 1), 1);
