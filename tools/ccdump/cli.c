@@ -47,8 +47,8 @@ static const char usage[] =
     "                               DIR/<PREFIX><rank>, default prefix nccl_trace_rank_\n"
     "\n"
     "Exit status: 0 fine (diagnose: no problem found); 1 diagnose found a problem;\n"
-    "2 bad usage or no usable input. `ccdump COMMAND --help` describes one command;\n"
-    "docs/ccdump.md has examples.\n";
+    "2 bad usage or no usable input; top: 128 + the signal that ended it.\n"
+    "`ccdump COMMAND --help` describes one command; docs/ccdump.md has examples.\n";
 
 int ccdump_main(int argc, char **argv, FILE *out, FILE *err)
 {
