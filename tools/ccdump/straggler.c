@@ -22,8 +22,10 @@ static int arrivals(const ccd_cindex_t *ci, uint32_t *cur, uint64_t s, uint64_t 
     for (int32_t k = 0; k < ci->n; k++) {
         if (!ci->m[k].r) continue;
         const ccd_entry_t *e = ccd_member_take(&ci->m[k], &cur[k], s);
-        if (!e || !e->t_enq || e->state > CCD_COMPLETED) ok = 0;
-        else if (row) row[j] = e->t_enq;
+        if (!e || !e->t_enq || e->state > CCD_COMPLETED)
+            ok = 0;
+        else if (row)
+            row[j] = e->t_enq;
         j++;
     }
     return ok && j >= 2;
@@ -121,7 +123,8 @@ static void name_straggler(ccd_strag_t *s)
     s->straggler = -1;
     for (int32_t k = 0; k < s->n; k++) {
         const ccd_strag_member_t *m = &s->m[k];
-        if (m->last < CCD_STRAG_MIN_COLLS || (uint64_t)m->last * 100 < (uint64_t)CCD_STRAG_PCT * s->nseq ||
+        if (m->last < CCD_STRAG_MIN_COLLS ||
+            (uint64_t)m->last * 100 < (uint64_t)CCD_STRAG_PCT * s->nseq ||
             m->margin_p50 < CCD_STRAG_MIN_NS)
             continue;
         s->straggler = k;
@@ -136,7 +139,8 @@ int ccd_strag_compute(const ccd_cindex_t *ci, uint64_t upto, uint32_t last_n, cc
     s->m = calloc((size_t)ci->nrecords + 1, sizeof(*s->m));
     if (!s->m) return -1;
     for (int32_t k = 0; k < ci->n; k++)
-        if (ci->m[k].r) s->m[s->n++] = (ccd_strag_member_t){.crank = ci->m[k].crank, .world = ci->m[k].world};
+        if (ci->m[k].r)
+            s->m[s->n++] = (ccd_strag_member_t){.crank = ci->m[k].crank, .world = ci->m[k].world};
     uint64_t *arr = NULL;
     if (s->n < 2) return 0;
     if (window(ci, upto, last_n, s, &arr)) goto oom;
@@ -181,8 +185,9 @@ void ccd_strag_verdict(const ccd_strag_t *s, const char *comm, char *buf, size_t
         return;
     }
     if (s->nseq < CCD_STRAG_MIN_COLLS) {
-        snprintf(buf, len, "no straggler on %s: %u collective(s) every member arrived at, %d needed",
-                 comm, s->nseq, CCD_STRAG_MIN_COLLS);
+        snprintf(buf, len,
+                 "no straggler on %s: %u collective(s) every member arrived at, %d needed", comm,
+                 s->nseq, CCD_STRAG_MIN_COLLS);
         return;
     }
     int32_t most = 0;
@@ -214,7 +219,10 @@ json_t *ccd_strag_json(const ccd_strag_t *s, const char *comm)
     json_t *who = s->straggler >= 0 ? json_integer(s->m[s->straggler].world) : json_null();
     return json_pack("{s:i, s:I, s:I, s:o, s:s, s:s, s:o}", "collectives", s->nseq, "seq_first",
                      (json_int_t)s->seq_lo, "seq_last", (json_int_t)s->seq_hi, "straggler", who,
-                     "confidence", s->straggler < 0 ? "none" : s->likely ? "likely" : "uncertain",
+                     "confidence",
+                     s->straggler < 0 ? "none"
+                     : s->likely      ? "likely"
+                                      : "uncertain",
                      "verdict", verdict, "ranks", ranks);
 }
 
@@ -230,8 +238,8 @@ void ccd_strag_print(const ccd_strag_t *s, const char *comm, const char *indent,
         for (int i = 0; i < 5; i++)
             ccd_fmt_dur(d[i], sizeof(d[i]), v[i]);
         snprintf(last, sizeof(last), "%u/%u", m->last, s->nseq);
-        fprintf(out, "%s%6d %9d %10s %10s %10s %10s %11s %11s%s\n", indent, m->world, m->crank, last,
-                d[0], d[1], d[2], d[3], d[4], k == s->straggler ? "  <- straggler" : "");
+        fprintf(out, "%s%6d %9d %10s %10s %10s %10s %11s %11s%s\n", indent, m->world, m->crank,
+                last, d[0], d[1], d[2], d[3], d[4], k == s->straggler ? "  <- straggler" : "");
     }
     ccd_strag_verdict(s, comm, verdict, sizeof(verdict));
     fprintf(out, "%s", indent);

@@ -38,9 +38,9 @@ typedef struct ccd_strag_member {
 } ccd_strag_member_t;
 
 typedef struct ccd_strag {
-    uint32_t nseq;          /* collectives in the window */
+    uint32_t nseq;           /* collectives in the window */
     uint64_t seq_lo, seq_hi; /* their coll_seq range (0 when none) */
-    int32_t n;              /* members with a record: entries of m, by comm rank */
+    int32_t n;               /* members with a record: entries of m, by comm rank */
     ccd_strag_member_t *m;
     int32_t straggler; /* index in m named by the rule, -1 none */
     int likely;        /* the straggler was last in CCD_STRAG_LIKELY % or more */

@@ -170,8 +170,10 @@ static void draw(top_t *t, FILE *out)
         ccd_top_text(&t->view, t->keys ? t->sel : -1, t->color, f);
     }
     if (t->notes_len) fprintf(f, "\nunreadable now: %s", t->notes);
-    if (t->keys) fputs("\nq quit  n/p communicator  f freeze  ? help\n", f);
-    else if (!t->once) fputs("\n", f);
+    if (t->keys)
+        fputs("\nq quit  n/p communicator  f freeze  ? help\n", f);
+    else if (!t->once)
+        fputs("\n", f);
     if (f != out) {
         fclose(f);
         fwrite(buf, 1, len, out);
@@ -210,12 +212,24 @@ static int key(top_t *t, char c)
     }
     int nc = t->have_view ? (int)t->view.nc : 0;
     switch (c) {
-    case 'q': case 'Q': return 1;
-    case 'n': if (nc) t->sel = (t->sel + 1) % nc; break;
-    case 'p': if (nc) t->sel = (t->sel + nc - 1) % nc; break;
-    case 'f': t->frozen = !t->frozen; break;
-    case '?': case 'h': t->show_help = 1; break;
-    default: break;
+    case 'q':
+    case 'Q':
+        return 1;
+    case 'n':
+        if (nc) t->sel = (t->sel + 1) % nc;
+        break;
+    case 'p':
+        if (nc) t->sel = (t->sel + nc - 1) % nc;
+        break;
+    case 'f':
+        t->frozen = !t->frozen;
+        break;
+    case '?':
+    case 'h':
+        t->show_help = 1;
+        break;
+    default:
+        break;
     }
     return 0;
 }
@@ -307,17 +321,16 @@ int ccdump_top(int argc, char **argv, FILE *out, FILE *err)
     top_t t = {.interval = 1.0, .last = 100};
     char **files;
     int nfiles;
-    const ccd_opt_t opts[] = {{"--interval", NULL, CCD_OPT_DOUBLE, &t.interval},
-                              {"--once", NULL, CCD_OPT_FLAG, &t.once},
-                              {"--json", NULL, CCD_OPT_FLAG, &t.json},
-                              {"--comm", NULL, CCD_OPT_STR, &t.comm},
-                              {"--last", NULL, CCD_OPT_UINT, &t.last},
-                              {NULL, NULL, 0, NULL}};
+    const ccd_opt_t opts[] = {
+        {"--interval", NULL, CCD_OPT_DOUBLE, &t.interval}, {"--once", NULL, CCD_OPT_FLAG, &t.once},
+        {"--json", NULL, CCD_OPT_FLAG, &t.json},           {"--comm", NULL, CCD_OPT_STR, &t.comm},
+        {"--last", NULL, CCD_OPT_UINT, &t.last},           {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args_any(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
     if (rc) return rc == 1 ? 0 : 2;
     if (!(t.interval > 0) || t.interval > 86400) {
-        fprintf(err, "ccdump top: --interval: bad value %g (seconds, more than 0 and at most 86400)\n",
+        fprintf(err,
+                "ccdump top: --interval: bad value %g (seconds, more than 0 and at most 86400)\n",
                 t.interval);
         return 2;
     }

@@ -35,7 +35,8 @@ static void member_state(ccd_top_rank_t *t, const ccd_member_t *m, uint32_t g, u
     t->done = m->last_done;
     t->start = rc ? rc->last_start : 0;
     for (uint32_t i = 0; i < m->ncoll; i++) /* dumps without the counters */
-        if (r->e[m->coll[i]].t_start && r->e[m->coll[i]].seq > t->start) t->start = r->e[m->coll[i]].seq;
+        if (r->e[m->coll[i]].t_start && r->e[m->coll[i]].seq > t->start)
+            t->start = r->e[m->coll[i]].seq;
     for (uint32_t i = 0; i < r->n && !t->cur; i++) {
         const ccd_entry_t *e = &r->e[i];
         if ((e->flags & CCD_EF_LIFE) || ccd_entry_done(e) || e->comm >= r->ncomms ||
@@ -77,8 +78,10 @@ static int bandwidth(ccd_top_comm_t *c)
             const ccd_entry_t *e = ccd_member_take(&ci->m[k], &cur[k], q);
             uint64_t from = e ? (e->t_start ? e->t_start : e->t_enq) : 0;
             if (!e) continue;
-            if (!ccd_entry_ok(e) || !from || e->t_end <= from) ok = 0;
-            else if (e->t_end - from < best) best = e->t_end - from;
+            if (!ccd_entry_ok(e) || !from || e->t_end <= from)
+                ok = 0;
+            else if (e->t_end - from < best)
+                best = e->t_end - from;
             if (!first) first = e;
         }
         if (q < c->bw_lo || !ok || !first || !first->bytes) continue;
@@ -93,8 +96,8 @@ static int bandwidth(ccd_top_comm_t *c)
     }
     free(cur);
     for (uint32_t i = 0; i < c->nbw; i++)
-        c->bw[i].busbw = (double)c->bw[i].bytes / (double)c->bw[i].time *
-                         ccd_bus_factor(c->bw[i].op, ci->size);
+        c->bw[i].busbw =
+            (double)c->bw[i].bytes / (double)c->bw[i].time * ccd_bus_factor(c->bw[i].op, ci->size);
     return 0;
 }
 
@@ -164,17 +167,19 @@ static void rank_row(const ccd_top_view_t *v, const ccd_top_rank_t *t, int color
     int hi = color && t->behind;
     fprintf(out, "  %s%6d %5d %-8s %9llu %9llu %9llu %7s%s  %-34.34s %9s\n", hi ? HI : "", t->world,
             t->crank, ccd_top_process(t->r), (unsigned long long)t->enq,
-            (unsigned long long)t->start, (unsigned long long)t->done, behind, hi ? OFF : "", now_in,
-            dur);
+            (unsigned long long)t->start, (unsigned long long)t->done, behind, hi ? OFF : "",
+            now_in, dur);
 }
 
 static void bw_text(const ccd_top_view_t *v, const ccd_top_comm_t *c, FILE *out)
 {
     fprintf(out, "  bus bandwidth over collectives %llu-%llu:\n", (unsigned long long)c->bw_lo,
             (unsigned long long)c->leader);
-    if (!c->nbw) fputs("    (no completed collective that moved bytes)\n", out);
+    if (!c->nbw)
+        fputs("    (no completed collective that moved bytes)\n", out);
     else
-        fprintf(out, "    %-20s %8s %14s %10s %10s\n", "op", "count", "bytes", "mean", "busbw GB/s");
+        fprintf(out, "    %-20s %8s %14s %10s %10s\n", "op", "count", "bytes", "mean",
+                "busbw GB/s");
     for (uint32_t i = 0; i < c->nbw; i++) {
         const ccd_top_bw_t *b = &c->bw[i];
         char mean[32];
@@ -194,8 +199,9 @@ static void comm_text(const ccd_top_view_t *v, const ccd_top_comm_t *c, int colo
     for (int32_t k = 0; k < c->n; k++)
         rank_row(v, &c->rk[k], color, out);
     fprintf(out, "  stragglers over the last %u collectives every member arrived at", c->st.nseq);
-    if (c->st.nseq) fprintf(out, " (%llu-%llu)", (unsigned long long)c->st.seq_lo,
-                            (unsigned long long)c->st.seq_hi);
+    if (c->st.nseq)
+        fprintf(out, " (%llu-%llu)", (unsigned long long)c->st.seq_lo,
+                (unsigned long long)c->st.seq_hi);
     fputs(":\n", out);
     ccd_strag_print(&c->st, c->ci->c->name, "    ", out);
     bw_text(v, c, out);
@@ -221,9 +227,9 @@ static json_t *rank_json(const ccd_top_view_t *v, const ccd_top_rank_t *t)
                         (json_int_t)t->cur->seq, "state", ccd_state_name(t->cur->state), "for_ms",
                         (double)t->in_for / 1e6);
     return json_pack("{s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:o}", "rank", t->world, "comm_rank",
-                     t->crank, "process", ccd_top_process(t->r), "last_enqueued", (json_int_t)t->enq,
-                     "last_started", (json_int_t)t->start, "last_completed", (json_int_t)t->done,
-                     "behind", (json_int_t)t->behind, "now_in", cur);
+                     t->crank, "process", ccd_top_process(t->r), "last_enqueued",
+                     (json_int_t)t->enq, "last_started", (json_int_t)t->start, "last_completed",
+                     (json_int_t)t->done, "behind", (json_int_t)t->behind, "now_in", cur);
 }
 
 static json_t *comm_json(const ccd_top_view_t *v, const ccd_top_comm_t *c)
@@ -232,14 +238,15 @@ static json_t *comm_json(const ccd_top_view_t *v, const ccd_top_comm_t *c)
     for (int32_t k = 0; k < c->n; k++)
         json_array_append_new(ranks, rank_json(v, &c->rk[k]));
     for (uint32_t i = 0; i < c->nbw; i++)
-        json_array_append_new(bw, json_pack("{s:s, s:i, s:I, s:f, s:f}", "op",
-                                            ccd_op_name(v->job, c->bw[i].op), "count", c->bw[i].count,
-                                            "bytes", (json_int_t)c->bw[i].bytes, "time_ms",
-                                            (double)c->bw[i].time / 1e6, "busbw_gbps", c->bw[i].busbw));
+        json_array_append_new(
+            bw, json_pack("{s:s, s:i, s:I, s:f, s:f}", "op", ccd_op_name(v->job, c->bw[i].op),
+                          "count", c->bw[i].count, "bytes", (json_int_t)c->bw[i].bytes, "time_ms",
+                          (double)c->bw[i].time / 1e6, "busbw_gbps", c->bw[i].busbw));
     return json_pack("{s:s, s:s, s:i, s:I, s:o, s:o, s:{s:I, s:I, s:o}}", "comm", c->ci->c->name,
-                     "comm_key", c->ci->c->key, "size", c->ci->size, "leader", (json_int_t)c->leader,
-                     "ranks", ranks, "stragglers", ccd_strag_json(&c->st, c->ci->c->name), "busbw",
-                     "seq_first", (json_int_t)c->bw_lo, "seq_last", (json_int_t)c->leader, "ops", bw);
+                     "comm_key", c->ci->c->key, "size", c->ci->size, "leader",
+                     (json_int_t)c->leader, "ranks", ranks, "stragglers",
+                     ccd_strag_json(&c->st, c->ci->c->name), "busbw", "seq_first",
+                     (json_int_t)c->bw_lo, "seq_last", (json_int_t)c->leader, "ops", bw);
 }
 
 json_t *ccd_top_json(const ccd_top_view_t *v)

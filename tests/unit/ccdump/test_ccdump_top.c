@@ -64,8 +64,10 @@ static int run(char **out, char **err, int argc, ...)
     if (getenv("TOP_TEST_PRINT")) /* the snapshots docs/ccdump.md shows */
         printf("$ ccdump%s%s%s%s\n%s", argc > 1 ? " " : "", argc > 1 ? owned[1] : "",
                argc > 2 ? " " : "", argc > 2 ? owned[2] : "", *out);
-    if (err) *err = e;
-    else free(e);
+    if (err)
+        *err = e;
+    else
+        free(e);
     for (int i = 0; i < argc; i++)
         free(owned[i]);
     return rc;
@@ -98,7 +100,8 @@ static int paced_rank(int rank, int size, const char *addr, void *arg)
     float x[1024] = {1}, y[1024];
     for (int i = 0; i < NCOLL; i++) {
         usleep(rank == late ? 15000 : 5000);
-        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
+        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "ar");
     }
     char path[300];
     if (rank == holder) {
@@ -106,10 +109,12 @@ static int paced_rank(int rank, int size, const char *addr, void *arg)
         for (int i = 0; i < 6000 && !exists(path); i++) /* at most 60 s */
             usleep(10000);
         CC_TEST_REQUIRE(exists(path), "the test never said go");
-        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "last");
+        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "last");
     } else {
         cc_work_t *w = NULL;
-        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, &w) == CC_OK, "last");
+        CC_TEST_REQUIRE(cc_allreduce(comm, x, y, 1024, CC_FLOAT32, CC_SUM, NULL, &w) == CC_OK,
+                        "last");
         snprintf(path, sizeof(path), "%s/in.%d", dir, rank);
         touch(path);
         CC_TEST_REQUIRE(cc_work_wait(w, 90000) == CC_OK, "last done");
@@ -149,7 +154,8 @@ static void job_start(job_t *j, const char *name, int late)
         snprintf(path, sizeof(path), "%s/in.%d", j->dir, r);
         for (int i = 0; r != j->holder && i < 9000 && !exists(path); i++)
             usleep(10000);
-        if (r != j->holder && !exists(path)) fail_msg("rank %d never entered the last allreduce", r);
+        if (r != j->holder && !exists(path))
+            fail_msg("rank %d never entered the last allreduce", r);
     }
 }
 
@@ -181,8 +187,8 @@ static json_t *parse(const char *text, const char *what)
 static json_t *world_of(json_t *top)
 {
     json_t *c;
-    size_t i;
-    json_array_foreach(json_object_get(top, "comms"), i, c)
+    json_t *comms = json_object_get(top, "comms");
+    for (size_t i = 0; (c = json_array_get(comms, i)); i++)
         if (!strcmp(json_string_value(json_object_get(c, "comm")), "world")) return c;
     fail_msg("no comm world in top --json");
     return NULL;
@@ -194,11 +200,10 @@ static void check_live_json(const job_t *j, int want_straggler)
     char *out = NULL, *err = NULL;
     assert_int_equal(run(&out, &err, 4, "top", "--json", rings_of(j)), 0);
     json_t *doc = parse(out, "top --json"), *w = world_of(doc), *r;
-    size_t i;
     uint64_t leader = (uint64_t)json_integer_value(json_object_get(w, "leader"));
     assert_true(leader >= NCOLL + 1);
     assert_int_equal(json_array_size(json_object_get(w, "ranks")), 4);
-    json_array_foreach(json_object_get(w, "ranks"), i, r) {
+    for (size_t i = 0; (r = json_array_get(json_object_get(w, "ranks"), i)); i++) {
         int rank = (int)json_integer_value(json_object_get(r, "rank"));
         uint64_t enq = (uint64_t)json_integer_value(json_object_get(r, "last_enqueued"));
         json_t *now_in = json_object_get(r, "now_in");
@@ -222,7 +227,8 @@ static void check_live_json(const job_t *j, int want_straggler)
     else if (!json_is_null(json_object_get(st, "straggler")))
         fail_msg("a straggler named in a job without one: %s", out);
     json_t *bw = json_array_get(json_object_get(json_object_get(w, "busbw"), "ops"), 0);
-    assert_string_equal(json_string_value(json_object_get(bw, "op")), cc_op_type_name(CC_OP_ALLREDUCE));
+    assert_string_equal(json_string_value(json_object_get(bw, "op")),
+                        cc_op_type_name(CC_OP_ALLREDUCE));
     assert_true(json_real_value(json_object_get(bw, "busbw_gbps")) > 0);
     json_decref(doc);
     free(out);
@@ -236,8 +242,10 @@ static void check_live_text(const job_t *j, int want_straggler)
     assert_non_null(strstr(out, "communicator world"));
     assert_null(strstr(out, "\033[")); /* no terminal codes in a snapshot */
     snprintf(want, sizeof(want), ": rank %d on world: last to arrive at", want_straggler);
-    if (want_straggler >= 0 && !strstr(out, want)) fail_msg("top --once does not name rank %d:\n%s", want_straggler, out);
-    if (want_straggler < 0 && !strstr(out, "no straggler on world")) fail_msg("top --once:\n%s", out);
+    if (want_straggler >= 0 && !strstr(out, want))
+        fail_msg("top --once does not name rank %d:\n%s", want_straggler, out);
+    if (want_straggler < 0 && !strstr(out, "no straggler on world"))
+        fail_msg("top --once:\n%s", out);
     /* The holder's row: one seq behind, in no op. */
     const char *row = strstr(out, "completed");
     assert_non_null(row);
@@ -256,8 +264,7 @@ static void check_stats(const job_t *j, int want_straggler)
     char *out = NULL, *err = NULL;
     assert_int_equal(run(&out, &err, 5, "stats", "--stragglers", "--json", rings_of(j)), 0);
     json_t *doc = parse(out, "stats --stragglers --json"), *c, *world = NULL;
-    size_t i;
-    json_array_foreach(doc, i, c)
+    for (size_t i = 0; (c = json_array_get(doc, i)); i++)
         if (!strcmp(json_string_value(json_object_get(c, "comm")), "world")) world = c;
     assert_non_null(world);
     assert_int_equal(json_integer_value(json_object_get(world, "collectives")), NCOLL + 1);
@@ -379,7 +386,8 @@ static void tty_session(const char *rings, const char *job, int sig)
     fcntl(master, F_SETFL, O_NONBLOCK);
     static char seen[65536];
     seen[0] = '\0';
-    if (!read_until(master, "q quit", seen, sizeof(seen))) fail_msg("no frame on the pty:\n%s", seen);
+    if (!read_until(master, "q quit", seen, sizeof(seen)))
+        fail_msg("no frame on the pty:\n%s", seen);
     assert_non_null(strstr(seen, "communicator world"));
     assert_non_null(strstr(seen, "\033[2J")); /* cleared and redrawn */
     assert_int_equal(tcgetattr(slave, &during), 0);
@@ -391,12 +399,14 @@ static void tty_session(const char *rings, const char *job, int sig)
         snprintf(away, sizeof(away), "%s.away", ring); /* not *.ccfr: not read */
         assert_int_equal(rename(ring, away), 0);
         seen[0] = '\0';
-        if (!read_until(master, "3 rank(s)", seen, sizeof(seen))) fail_msg("ring gone, still:\n%s", seen);
+        if (!read_until(master, "3 rank(s)", seen, sizeof(seen)))
+            fail_msg("ring gone, still:\n%s", seen);
         assert_int_equal(rename(away, ring), 0);
         seen[0] = '\0';
-        if (!read_until(master, "4 rank(s)", seen, sizeof(seen))) fail_msg("ring back, still:\n%s", seen);
-        static const char *const keys[][2] = {{"f", "[frozen]"}, {"?", "keys (when stdin"},
-                                              {"x", "communicator world"}};
+        if (!read_until(master, "4 rank(s)", seen, sizeof(seen)))
+            fail_msg("ring back, still:\n%s", seen);
+        static const char *const keys[][2] = {
+            {"f", "[frozen]"}, {"?", "keys (when stdin"}, {"x", "communicator world"}};
         for (int k = 0; k < 3; k++) { /* freeze, help, back from the help */
             seen[0] = '\0';
             assert_int_equal(write(master, keys[k][0], 1), 1);
@@ -404,8 +414,10 @@ static void tty_session(const char *rings, const char *job, int sig)
                 fail_msg("key %s: no \"%s\" in:\n%s", keys[k][0], keys[k][1], seen);
         }
     }
-    if (sig) kill(pid, sig);
-    else assert_int_equal(write(master, "q", 1), 1);
+    if (sig)
+        kill(pid, sig);
+    else
+        assert_int_equal(write(master, "q", 1), 1);
     int st = reap(pid, master);
     if (st < 0) fail_msg("ccdump top did not exit after %s", sig ? "a signal" : "q");
     assert_true(WIFEXITED(st));
@@ -441,7 +453,8 @@ static void bad(const char *want, int argc, ...)
     va_end(ap);
     int rc = argc == 3 ? run(&out, &err, 5, "top", argv[0], argv[1], argv[2])
                        : run(&out, &err, 3, "top", argv[0]);
-    if (rc != 2 || !strstr(err, want)) fail_msg("exit %d, stderr \"%s\", wanted \"%s\"", rc, err, want);
+    if (rc != 2 || !strstr(err, want))
+        fail_msg("exit %d, stderr \"%s\", wanted \"%s\"", rc, err, want);
     free(out);
     free(err);
 }
