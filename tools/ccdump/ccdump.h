@@ -19,6 +19,11 @@ int ccdump_diagnose(int argc, char **argv, FILE *out, FILE *err);
 int ccdump_stats(int argc, char **argv, FILE *out, FILE *err);
 int ccdump_export(int argc, char **argv, FILE *out, FILE *err);
 
+int ccdump_top(int argc, char **argv, FILE *out, FILE *err);
+
+/* nccl-tests' bus bandwidth factor of an op on n ranks (stats, top). */
+double ccd_bus_factor(unsigned op, int32_t n);
+
 /* ---- argument parsing shared by the commands ---- */
 
 enum ccd_opt_kind { CCD_OPT_FLAG = 1, CCD_OPT_STR, CCD_OPT_DOUBLE, CCD_OPT_UINT };
@@ -37,6 +42,10 @@ typedef struct ccd_opt {
  */
 int ccd_parse_args(int argc, char **argv, const ccd_opt_t *opts, char ***files, int *nfiles,
                    FILE *err);
+
+/* The same, no input being fine (*nfiles may be 0). */
+int ccd_parse_args_any(int argc, char **argv, const ccd_opt_t *opts, char ***files, int *nfiles,
+                       FILE *err);
 
 /* "1,3,5-7" into a sorted list; -1 when malformed. */
 int ccd_parse_rank_list(const char *text, int32_t **out, uint32_t *n);

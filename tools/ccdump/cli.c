@@ -29,6 +29,15 @@ static const char usage[] =
     "                               a readable table per rank and communicator\n"
     "  stats FILE... [--json]       per op, communicator and size: count, latency\n"
     "                               p50/p99/max, bytes, bus bandwidth\n"
+    "  stats FILE... --stragglers [--json]\n"
+    "                               per communicator and rank: how late it arrives at\n"
+    "                               collectives, how often last, the wait it costs the\n"
+    "                               others; names the straggler (rule: stats --help)\n"
+    "  top [DIR|FILE...] [--interval S] [--once] [--json] [--comm NAME] [--last N]\n"
+    "                               a live view of a running job, refreshed every S\n"
+    "                               seconds: per rank the last seqs, the op it is in,\n"
+    "                               stragglers, bus bandwidth (default: the newest job\n"
+    "                               in /dev/shm/ccomm-<uid>)\n"
     "  json FILE... -o DIR [--merged FILE]\n"
     "                               PyTorch-compatible JSON per rank (or one document)\n"
     "  perfetto FILE... -o TRACE.json [--rank R] [--last N]\n"
@@ -38,8 +47,8 @@ static const char usage[] =
     "                               DIR/<PREFIX><rank>, default prefix nccl_trace_rank_\n"
     "\n"
     "Exit status: 0 fine (diagnose: no problem found); 1 diagnose found a problem;\n"
-    "2 bad usage or no usable input. `ccdump COMMAND --help` describes one command;\n"
-    "docs/ccdump.md has examples.\n";
+    "2 bad usage or no usable input; top: 128 + the signal that ended it.\n"
+    "`ccdump COMMAND --help` describes one command; docs/ccdump.md has examples.\n";
 
 int ccdump_main(int argc, char **argv, FILE *out, FILE *err)
 {
@@ -48,7 +57,8 @@ int ccdump_main(int argc, char **argv, FILE *out, FILE *err)
         int (*fn)(int, char **, FILE *, FILE *);
     } cmds[] = {{"diagnose", ccdump_diagnose}, {"show", ccdump_show},
                 {"stats", ccdump_stats},       {"json", ccdump_json},
-                {"perfetto", ccdump_perfetto}, {"export", ccdump_export}};
+                {"perfetto", ccdump_perfetto}, {"export", ccdump_export},
+                {"top", ccdump_top}};
     /* The reader logs what it refuses; ccdump reports it itself, once. */
     cc__log_level = CC_LOG_LEVEL_NONE;
     if (argc < 2) {
@@ -119,8 +129,8 @@ static int one_option(int argc, char **argv, int *i, const ccd_opt_t *opts, FILE
     return 2;
 }
 
-int ccd_parse_args(int argc, char **argv, const ccd_opt_t *opts, char ***files, int *nfiles,
-                   FILE *err)
+int ccd_parse_args_any(int argc, char **argv, const ccd_opt_t *opts, char ***files, int *nfiles,
+                       FILE *err)
 {
     /* Files are moved to the front of argv[1..], in order. */
     int nf = 0, only_files = 0;
@@ -138,11 +148,18 @@ int ccd_parse_args(int argc, char **argv, const ccd_opt_t *opts, char ***files, 
     }
     *files = argv + 1;
     *nfiles = nf;
-    if (!nf) {
+    return 0;
+}
+
+int ccd_parse_args(int argc, char **argv, const ccd_opt_t *opts, char ***files, int *nfiles,
+                   FILE *err)
+{
+    int rc = ccd_parse_args_any(argc, argv, opts, files, nfiles, err);
+    if (!rc && !*nfiles) {
         fprintf(err, "ccdump: no input files or directories (see --help)\n");
         return 2;
     }
-    return 0;
+    return rc;
 }
 
 static int cmp_i32(const void *a, const void *b)

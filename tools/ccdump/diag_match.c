@@ -4,9 +4,8 @@
  *    reduction or root at the same coll_seq (the first few in detail; like
  *    PyTorch's analyzer, nothing after the first is trusted much);
  *  - stragglers: members that are the last to enter, by a clear margin, in
- *    most of the collectives every member completed (enqueue times on each
- *    host's realtime clock: across hosts, differences below the clock skew
- *    mean nothing).
+ *    most of the collectives every member entered (straggler.h: the same
+ *    computation and rule as `ccdump top` and `stats --stragglers`).
  * Both walk every member's seq-sorted list with one cursor each: O(members
  * x collectives).
  */
@@ -14,10 +13,10 @@
 #include <string.h>
 
 #include "diag_int.h"
+#include "straggler.h"
 
 #define MAX_GROUPS       8
 #define MISMATCH_DETAIL  8
-#define STRAGGLER_MIN_NS 5000000ull /* 5 ms: below this, lateness is scheduling noise */
 
 enum { F_OP = 1, F_COUNT = 2, F_DTYPE = 4, F_REDOP = 8, F_ROOT = 16 };
 
@@ -206,83 +205,38 @@ json_t *ccd_coll_mismatches(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t upto
     return out;
 }
 
-/* ---- stragglers ----------------------------------------------------------- */
+/* ---- stragglers (the computation and the rule: straggler.c) ------------- */
 
-typedef struct late {
-    int32_t k;
-    uint64_t gap;
-} late_t;
-
-static int by_member_gap(const void *a, const void *b)
+static void straggler_finding(ccd_diag_t *d, const ccd_cindex_t *ci, const ccd_strag_t *s)
 {
-    const late_t *x = a, *y = b;
-    if (x->k != y->k) return x->k < y->k ? -1 : 1;
-    return x->gap < y->gap ? -1 : x->gap > y->gap;
-}
-
-/* For each seq every member recorded: who entered last and by how much. */
-static uint32_t collect_late(const ccd_cindex_t *ci, uint64_t upto, late_t *v, uint32_t *nseq)
-{
-    uint32_t *cur = calloc((size_t)ci->n, sizeof(uint32_t)), n = 0;
-    if (!cur) return UINT32_MAX;
-    for (uint64_t s; (s = ccd_cindex_next_seq(ci, cur, upto));) {
-        uint64_t t1 = 0, t2 = 0;
-        int32_t k1 = -1, have = 0;
-        for (int32_t k = 0; k < ci->n; k++) {
-            const ccd_entry_t *e = ccd_member_take(&ci->m[k], &cur[k], s);
-            if (!e || !e->t_enq || !ccd_entry_ok(e)) continue;
-            have++;
-            if (e->t_enq > t1) t2 = t1, t1 = e->t_enq, k1 = k;
-            else if (e->t_enq > t2) t2 = e->t_enq;
-        }
-        if (have < (int32_t)ci->nrecords || have < 2) continue;
-        (*nseq)++;
-        v[n++] = (late_t){k1, t1 - t2};
-    }
-    free(cur);
-    return n;
-}
-
-static void straggler_finding(ccd_diag_t *d, const ccd_cindex_t *ci, int32_t w, uint32_t cnt,
-                              uint32_t nseq, uint64_t med)
-{
+    const ccd_strag_member_t *m = &s->m[s->straggler];
     char dur[32];
-    ccd_fmt_dur(dur, sizeof(dur), med);
-    int conf = cnt * 10 >= 8 * nseq ? CCD_LIKELY : CCD_UNCERTAIN;
+    int32_t w = m->world;
+    ccd_fmt_dur(dur, sizeof(dur), m->margin_p50);
     ccd_finding_t *f = ccd_add_finding(
-        d, CCD_F_STRAGGLER, conf, &w, 1,
+        d, CCD_F_STRAGGLER, s->likely ? CCD_LIKELY : CCD_UNCERTAIN, &w, 1,
         "rank %d is a straggler on %s: it entered last in %u of %u collectives, a median %s after "
         "the next-to-last rank (no hang: the collectives completed)",
-        w, ci->c->name, cnt, nseq, dur);
+        w, ci->c->name, m->last, s->nseq, dur);
     if (f) f->g = (int32_t)ci->g, f->waiters = (uint32_t)ci->nrecords - 1;
 }
 
 json_t *ccd_coll_stragglers(ccd_diag_t *d, const ccd_cindex_t *ci, uint64_t upto)
 {
     json_t *out = json_array();
-    uint32_t nseq = 0, total = 0;
-    for (int32_t k = 0; k < ci->n; k++)
-        total += ci->m[k].ncoll;
-    late_t *v = malloc(((size_t)total + 1) * sizeof(late_t));
-    uint32_t n = v && ci->nrecords >= 2 ? collect_late(ci, upto, v, &nseq) : 0;
-    if (!out || !v || n == UINT32_MAX) {
+    ccd_strag_t s;
+    if (!out || ccd_strag_compute(ci, upto, 0, &s)) {
         d->oom = 1;
-        free(v);
         return out;
     }
-    qsort(v, n, sizeof(*v), by_member_gap);
-    for (uint32_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && v[j].k == v[i].k; j++)
-            ;
-        uint32_t cnt = j - i;
-        uint64_t med = v[i + cnt / 2].gap;
-        if (cnt < 5 || cnt * 10 < 6 * nseq || med < STRAGGLER_MIN_NS) continue;
-        int32_t w = ci->m[v[i].k].world;
-        straggler_finding(d, ci, w, cnt, nseq, med);
-        json_array_append_new(out, json_pack("{s:i, s:i, s:i, s:f, s:f}", "rank", w, "last_in", cnt,
-                                             "of", nseq, "median_late_ms", (double)med / 1e6,
-                                             "max_late_ms", (double)v[j - 1].gap / 1e6));
+    if (s.straggler >= 0) {
+        const ccd_strag_member_t *m = &s.m[s.straggler];
+        straggler_finding(d, ci, &s);
+        json_array_append_new(out, json_pack("{s:i, s:i, s:i, s:f, s:f}", "rank", m->world, "last_in",
+                                             m->last, "of", s.nseq, "median_late_ms",
+                                             (double)m->margin_p50 / 1e6, "max_late_ms",
+                                             (double)m->margin_max / 1e6));
     }
-    free(v);
+    ccd_strag_free(&s);
     return out;
 }

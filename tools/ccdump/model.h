@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ccomm/types.h"
 
@@ -205,6 +206,11 @@ static inline const ccd_comm_t *ccd_entry_comm(const ccd_job_t *job, const ccd_r
                                                const ccd_entry_t *e)
 {
     return e->comm < r->ncomms ? &job->comms[r->comms[e->comm].g] : NULL;
+}
+/* Whether comm c is the one a --comm option names (by name or key; NULL: every comm). */
+static inline int ccd_comm_is(const ccd_comm_t *c, const char *want)
+{
+    return !want || !strcmp(c->name, want) || !strcmp(c->key, want);
 }
 /* The latest time an entry carries. */
 static inline uint64_t ccd_entry_last_time(const ccd_entry_t *e)

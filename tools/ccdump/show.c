@@ -63,11 +63,6 @@ static void rank_header(const ccd_job_t *job, const ccd_rank_t *r, FILE *out)
     fputc('\n', out);
 }
 
-static int comm_wanted(const ccd_comm_t *c, const char *want)
-{
-    return !want || !strcmp(c->name, want) || !strcmp(c->key, want);
-}
-
 static void entry_row(const ccd_job_t *job, const ccd_entry_t *e, FILE *out)
 {
     char count[48], dur[32] = "-", peer[16] = "-";
@@ -139,7 +134,7 @@ static void show_job(const ccd_job_t *job, const show_opts_t *o, FILE *out)
         }
         rank_header(job, r, out);
         for (uint32_t k = 0; k < r->ncomms; k++)
-            if (comm_wanted(&job->comms[r->comms[k].g], o->comm)) comm_table(job, r, k, o, out);
+            if (ccd_comm_is(&job->comms[r->comms[k].g], o->comm)) comm_table(job, r, k, o, out);
         fputc('\n', out);
     }
 }

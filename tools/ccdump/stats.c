@@ -10,9 +10,10 @@
 
 #include "ccdump.h"
 #include "load.h"
+#include "straggler.h"
 
 static const char help[] =
-    "usage: ccdump stats FILE|DIR... [--comm NAME] [--json]\n"
+    "usage: ccdump stats FILE|DIR... [--comm NAME] [--stragglers] [--json]\n"
     "Per op, communicator and message size, over the completed ops of all ranks:\n"
     "count, failed count, latency p50 / p99 / max, bytes moved, and bus bandwidth at\n"
     "the median latency (nccl-tests convention: allreduce busbw = algbw x 2(n-1)/n;\n"
@@ -21,6 +22,13 @@ static const char help[] =
     "\n"
     "options:\n"
     "  --comm NAME   only this communicator (name or id)\n"
+    "  --stragglers  instead: per communicator and rank, how late it arrives at the\n"
+    "                collectives every member arrived at (its call minus the earliest\n"
+    "                call: mean, p50, max), how often it is last, the wait it cost\n"
+    "                the others (sum of its arrival minus theirs when it was last)\n"
+    "                and what it waited; the verdict names the straggler when one\n"
+    "                rank was last at 60 % or more of at least 5 collectives, by a\n"
+    "                median 5 ms or more over the next-to-last (likely from 80 %)\n"
     "  --json        a JSON array instead of the table\n"
     "  -p, --prefix PREFIX  PyTorch dumps in directories: files named PREFIX<rank>\n"
     "                       (default: inferred from the names, as PyTorch's analyzer does)\n";
@@ -43,7 +51,7 @@ static int by_key(const void *a, const void *b)
     return x->lat < y->lat ? -1 : x->lat > y->lat;
 }
 
-static double bus_factor(unsigned op, int32_t n)
+double ccd_bus_factor(unsigned op, int32_t n)
 {
     if (n <= 1) return 1.0;
     switch (op) {
@@ -71,7 +79,7 @@ static sample_t *collect(const ccd_job_t *job, const char *comm, size_t *n)
             const ccd_entry_t *e = &r->e[i];
             const ccd_comm_t *c = ccd_entry_comm(job, r, e);
             if ((e->flags & CCD_EF_LIFE) || !ccd_entry_done(e) || !c) continue;
-            if (comm && strcmp(c->name, comm) && strcmp(c->key, comm)) continue;
+            if (!ccd_comm_is(c, comm)) continue;
             uint64_t from = e->t_start ? e->t_start : e->t_enq;
             v[k++] = (sample_t){r->comms[e->comm].g, e->op, ccd_entry_ok(e), e->bytes,
                                 e->t_end > from && from ? e->t_end - from : 0};
@@ -106,7 +114,7 @@ static void make_row(const ccd_job_t *job, const sample_t *s, size_t n, row_t *r
     r->p99 = s[(ok * 99) / 100 < ok ? (ok * 99) / 100 : ok - 1].lat;
     r->max = s[ok - 1].lat;
     if (r->p50 && r->bytes && s[0].op != CC_OP_BARRIER)
-        r->busbw = (double)r->bytes / (double)r->p50 * bus_factor(s[0].op, r->c->size);
+        r->busbw = (double)r->bytes / (double)r->p50 * ccd_bus_factor(s[0].op, r->c->size);
 }
 
 static void print_row(const row_t *r, FILE *out, int as_json, int *first)
@@ -136,22 +144,67 @@ static void print_row(const row_t *r, FILE *out, int as_json, int *first)
     else fprintf(out, "%9s\n", "-");
 }
 
+/* --stragglers: the analysis of straggler.h for every communicator (or --comm). */
+static int stragglers(const ccd_job_t *job, const char *comm, int as_json, FILE *out, FILE *err)
+{
+    ccd_index_t *ix = ccd_index_build(job);
+    json_t *arr = json_array();
+    int rc = ix && arr ? 0 : -1;
+    for (uint32_t i = 0; !rc && i < ix->nc; i++) {
+        const ccd_cindex_t *ci = &ix->c[i];
+        ccd_strag_t st;
+        if (!ccd_comm_is(ci->c, comm) || ci->nrecords < 2) continue;
+        if ((rc = ccd_strag_compute(ci, UINT64_MAX, 0, &st))) break;
+        if (as_json) {
+            json_t *j = json_pack("{s:s, s:s, s:i}", "comm", ci->c->name, "comm_key", ci->c->key,
+                                  "size", ci->size),
+                   *sj = ccd_strag_json(&st, ci->c->name);
+            json_object_update(j, sj);
+            json_decref(sj);
+            json_array_append_new(arr, j);
+        } else {
+            fputs("communicator ", out);
+            ccd_put_safe(out, ci->c->name);
+            fprintf(out, " (%d ranks): %u collectives every member arrived at", ci->size, st.nseq);
+            if (st.nseq) fprintf(out, ", seq %llu-%llu", (unsigned long long)st.seq_lo,
+                                 (unsigned long long)st.seq_hi);
+            fputs("\n", out);
+            ccd_strag_print(&st, ci->c->name, "  ", out);
+        }
+        ccd_strag_free(&st);
+    }
+    if (!rc && as_json) {
+        json_dumpf(arr, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', out);
+    }
+    if (rc) fprintf(err, "ccdump: out of memory\n");
+    json_decref(arr);
+    ccd_index_free(ix);
+    return rc ? 2 : 0;
+}
+
 int ccdump_stats(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *comm = NULL;
-    int as_json = 0, first = 1;
+    int as_json = 0, first = 1, strag = 0;
     char **files;
     int nfiles;
     const char *prefix = NULL;
     const ccd_opt_t opts[] = {{"--comm", NULL, CCD_OPT_STR, &comm},
                               {"--json", NULL, CCD_OPT_FLAG, &as_json},
                               {"--prefix", "-p", CCD_OPT_STR, &prefix},
+                              {"--stragglers", NULL, CCD_OPT_FLAG, &strag},
                               {NULL, NULL, 0, NULL}};
     int rc = ccd_parse_args(argc, argv, opts, &files, &nfiles, err);
     if (rc == 1) fputs(help, out);
     if (rc) return rc == 1 ? 0 : 2;
     ccd_job_t *job = ccd_load_inputs_p(files, nfiles, prefix, err);
     if (!job) return 2;
+    if (strag) {
+        rc = stragglers(job, comm, as_json, out, err);
+        ccd_job_free(job);
+        return rc;
+    }
     size_t n;
     sample_t *s = collect(job, comm, &n);
     if (!s) {

@@ -38,31 +38,6 @@
 static char dir[128];
 static const char *data_dir, *rules_py;
 
-static int run(char **out, char **err, int argc, ...)
-{
-    char *owned[16], *argv[17], *e = NULL;
-    va_list ap;
-    va_start(ap, argc);
-    owned[0] = strdup("ccdump");
-    for (int i = 1; i < argc && i < 16; i++)
-        owned[i] = strdup(va_arg(ap, const char *));
-    va_end(ap);
-    memcpy(argv, owned, (size_t)argc * sizeof(char *));
-    argv[argc] = NULL;
-    size_t lo = 0, le = 0;
-    FILE *fo = open_memstream(out, &lo), *fe = open_memstream(&e, &le);
-    int rc = ccdump_main(argc, argv, fo, fe);
-    fclose(fo);
-    fclose(fe);
-    if (err)
-        *err = e;
-    else
-        free(e);
-    for (int i = 0; i < argc; i++)
-        free(owned[i]);
-    return rc;
-}
-
 /* Runs a Python script (its stdin) with arguments; its exit status. */
 static int python(const char *script, const char *args)
 {
@@ -175,9 +150,9 @@ static const char check_export[] =
 static json_t *diagnose(const char *path, const char *prefix, int want)
 {
     char *out = NULL;
-    int rc = !prefix   ? run(&out, NULL, 4, "diagnose", "--json", path)
-             : *prefix ? run(&out, NULL, 6, "diagnose", "--json", "-p", prefix, path)
-                       : run(&out, NULL, 6, "diagnose", "--json", "--min-wait", "0", path);
+    int rc = !prefix   ? ccd_test_run(&out, NULL, 4, "diagnose", "--json", path)
+             : *prefix ? ccd_test_run(&out, NULL, 6, "diagnose", "--json", "-p", prefix, path)
+                       : ccd_test_run(&out, NULL, 6, "diagnose", "--json", "--min-wait", "0", path);
     json_t *j = json_loads(out, 0, NULL);
     if (!j || rc != want) fail_msg("diagnose %s: exit %d (want %d)\n%s", path, rc, want, out);
     free(out);
@@ -231,22 +206,22 @@ static void test_torch_dumps(void **state)
         expect_hang(path, NULL);
     }
     snprintf(path, sizeof(path), "%s/torch", dir);
-    assert_int_equal(run(&out, NULL, 3, "show", path), 0);
+    assert_int_equal(ccd_test_run(&out, NULL, 3, "show", path), 0);
     assert_non_null(strstr(out, "PyTorch dump"));
     assert_non_null(strstr(out, "rank 3 of 4"));
     assert_non_null(strstr(out, "send"));
     free(out);
-    assert_int_equal(run(&out, NULL, 4, "stats", "--json", path), 0);
+    assert_int_equal(ccd_test_run(&out, NULL, 4, "stats", "--json", path), 0);
     json_t *st = json_loads(out, 0, NULL);
     assert_true(json_array_size(st) >= 2);
     json_decref(st);
     free(out);
     snprintf(o, sizeof(o), "%s/json", dir);
-    assert_int_equal(run(&out, NULL, 5, "json", path, "-o", o), 0);
+    assert_int_equal(ccd_test_run(&out, NULL, 5, "json", path, "-o", o), 0);
     free(out);
     expect_hang(o, NULL); /* the JSON of the pickles: the same story */
     snprintf(o, sizeof(o), "%s/trace.json", dir);
-    assert_int_equal(run(&out, &err, 5, "perfetto", path, "-o", o), 0);
+    assert_int_equal(ccd_test_run(&out, &err, 5, "perfetto", path, "-o", o), 0);
     free(out);
     free(err);
     json_t *t = json_load_file(o, 0, NULL);
@@ -263,7 +238,7 @@ static void test_prefixes(void **state)
     snprintf(path, sizeof(path), "%s/mixed", dir);
     expect_hang(path, NULL); /* job7_r0..3: inferred */
     make("mixed", 4, "other", "2.10", "pickle");
-    assert_int_equal(run(&out, &err, 3, "diagnose", path), 2);
+    assert_int_equal(ccd_test_run(&out, &err, 3, "diagnose", path), 2);
     assert_non_null(strstr(err, "several prefixes"));
     free(out);
     free(err);
@@ -346,8 +321,8 @@ static void export_and_check(const char *src, const char *sub, const char *prefi
 {
     char o[300], args[400], *out = NULL, *err = NULL;
     snprintf(o, sizeof(o), "%s/%s", dir, sub);
-    int rc = prefix ? run(&out, &err, 7, "export", src, "--torch", o, "-p", prefix)
-                    : run(&out, &err, 5, "export", src, "--torch", o);
+    int rc = prefix ? ccd_test_run(&out, &err, 7, "export", src, "--torch", o, "-p", prefix)
+                    : ccd_test_run(&out, &err, 5, "export", src, "--torch", o);
     if (rc) fail_msg("export %s: exit %d\n%s", src, rc, err);
     free(out);
     free(err);
@@ -525,7 +500,7 @@ static void export_quiet(const char *src, const char *sub)
 {
     char o[300], *out = NULL, *err = NULL;
     snprintf(o, sizeof(o), "%s/%s", dir, sub);
-    int rc = run(&out, &err, 5, "export", src, "--torch", o);
+    int rc = ccd_test_run(&out, &err, 5, "export", src, "--torch", o);
     if (rc || strstr(err, "left out")) fail_msg("export %s: exit %d\n%s", src, rc, err);
     free(out);
     free(err);
@@ -634,7 +609,7 @@ static void test_export_hostile(void **state)
     mkdir(src, 0700);
     assert_int_equal(python(make_hostile, src), 0);
     snprintf(o, sizeof(o), "%s/exp", dir);
-    int rc = run(&out, &err, 5, "export", src, "--torch", o);
+    int rc = ccd_test_run(&out, &err, 5, "export", src, "--torch", o);
     if (rc) fail_msg("export: exit %d\n%s", rc, err);
     const char *said[] = {"rank 0: entry 1 left out: not an object",
                           "rank 0: entry 2 (record 2) left out: a number",
@@ -802,7 +777,7 @@ static void test_truncation(void **state)
     /* ccdump's own message names the file. */
     char *out = NULL, *e = NULL;
     truncate(path, (off_t)len / 2);
-    assert_int_equal(run(&out, &e, 3, "show", path), 2);
+    assert_int_equal(ccd_test_run(&out, &e, 3, "show", path), 2);
     assert_non_null(strstr(e, "comm_lib_trace_rank_0: pickle: "));
     free(out);
     free(e);
