@@ -203,6 +203,21 @@ int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char *
     return k;
 }
 
+int cc__native_row_names(cc_op_type_t type, const char **names, int max)
+{
+    int k = 0;
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i].type == type && k < max) names[k++] = rows[i].name;
+    return k;
+}
+
+const char *cc__native_algo_var(cc_op_type_t type)
+{
+    const char *var;
+    cfg_name(type, &var);
+    return var;
+}
+
 /* The size that picks among algorithms: one every rank computes alike. */
 static size_t sel_bytes(const cc__op_t *op, int n)
 {
