@@ -44,6 +44,9 @@
  * fails when they and select.c's rows differ in either direction; lib/native
  * checks again at engine init (cc__native_check_forced).
  */
+#define CC__ALGO_HELP(coll)                                                                        \
+    "Algorithm of every " coll "; auto: chosen by size, ranks and transport. A shm_* one fails "   \
+    "the op unless the communicator has two or more ranks, all over shared memory."
 #define CC__CHOICES_ALGO_ALLREDUCE                                                                 \
     "auto", "shm_flat", "shm_cma", "recursive_doubling", "halving_doubling", "ring"
 #define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_cma", "binomial", "ring"
@@ -136,71 +139,21 @@
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \
       0)                                                                                           \
     /* collectives (lib/native/select.c, docs/collectives.md) */                                   \
-    X(ALGO_ALLREDUCE, algo_allreduce, ENUM, "auto",                                                \
-      "Algorithm of every all_reduce; auto: chosen by size, ranks and transport. A shm_* one "     \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
+    X(ALGO_ALLREDUCE, algo_allreduce, ENUM, "auto", CC__ALGO_HELP("all_reduce"), 0)                \
+    X(ALGO_BROADCAST, algo_broadcast, ENUM, "auto", CC__ALGO_HELP("broadcast"), 0)                 \
+    X(ALGO_REDUCE, algo_reduce, ENUM, "auto", CC__ALGO_HELP("reduce"), 0)                          \
+    X(ALGO_ALLGATHER, algo_allgather, ENUM, "auto", CC__ALGO_HELP("all_gather"), 0)                \
+    X(ALGO_ALLGATHERV, algo_allgatherv, ENUM, "auto", CC__ALGO_HELP("all_gather_v"), 0)            \
+    X(ALGO_REDUCE_SCATTER, algo_reduce_scatter, ENUM, "auto", CC__ALGO_HELP("reduce_scatter"), 0)  \
+    X(ALGO_REDUCE_SCATTERV, algo_reduce_scatterv, ENUM, "auto", CC__ALGO_HELP("reduce_scatter_v"), \
       0)                                                                                           \
-    X(ALGO_BROADCAST, algo_broadcast, ENUM, "auto",                                                \
-      "Algorithm of every broadcast; auto: chosen by size, ranks and transport. A shm_* one "      \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_REDUCE, algo_reduce, ENUM, "auto",                                                      \
-      "Algorithm of every reduce; auto: chosen by size, ranks and transport. A shm_* one fails "   \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_ALLGATHER, algo_allgather, ENUM, "auto",                                                \
-      "Algorithm of every all_gather; auto: chosen by size, ranks and transport. A shm_* one "     \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_ALLGATHERV, algo_allgatherv, ENUM, "auto",                                              \
-      "Algorithm of every all_gather_v; auto: chosen by size, ranks and transport. A shm_* one "   \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_REDUCE_SCATTER, algo_reduce_scatter, ENUM, "auto",                                      \
-      "Algorithm of every reduce_scatter; auto: chosen by size, ranks and transport. A shm_* one " \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_REDUCE_SCATTERV, algo_reduce_scatterv, ENUM, "auto",                                    \
-      "Algorithm of every reduce_scatter_v; auto: chosen by size, ranks and transport. A shm_* "   \
-      "one fails "                                                                                 \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_ALLTOALL, algo_alltoall, ENUM, "auto",                                                  \
-      "Algorithm of every all_to_all; auto: chosen by size, ranks and transport. A shm_* one "     \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_ALLTOALLV, algo_alltoallv, ENUM, "auto",                                                \
-      "Algorithm of every all_to_all_v; auto: chosen by size, ranks and transport. A shm_* one "   \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_GATHER, algo_gather, ENUM, "auto",                                                      \
-      "Algorithm of every gather; auto: chosen by size, ranks and transport. A shm_* one fails "   \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_GATHERV, algo_gatherv, ENUM, "auto",                                                    \
-      "Algorithm of every gather_v; auto: chosen by size, ranks and transport. A shm_* one fails " \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_SCATTER, algo_scatter, ENUM, "auto",                                                    \
-      "Algorithm of every scatter; auto: chosen by size, ranks and transport. A shm_* one fails "  \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_SCATTERV, algo_scatterv, ENUM, "auto",                                                  \
-      "Algorithm of every scatter_v; auto: chosen by size, ranks and transport. A shm_* one "      \
-      "fails "                                                                                     \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
-    X(ALGO_BARRIER, algo_barrier, ENUM, "auto",                                                    \
-      "Algorithm of every barrier; auto: chosen by size, ranks and transport. A shm_* one fails "  \
-      "the op unless the communicator has two or more ranks, all over shared memory.",             \
-      0)                                                                                           \
+    X(ALGO_ALLTOALL, algo_alltoall, ENUM, "auto", CC__ALGO_HELP("all_to_all"), 0)                  \
+    X(ALGO_ALLTOALLV, algo_alltoallv, ENUM, "auto", CC__ALGO_HELP("all_to_all_v"), 0)              \
+    X(ALGO_GATHER, algo_gather, ENUM, "auto", CC__ALGO_HELP("gather"), 0)                          \
+    X(ALGO_GATHERV, algo_gatherv, ENUM, "auto", CC__ALGO_HELP("gather_v"), 0)                      \
+    X(ALGO_SCATTER, algo_scatter, ENUM, "auto", CC__ALGO_HELP("scatter"), 0)                       \
+    X(ALGO_SCATTERV, algo_scatterv, ENUM, "auto", CC__ALGO_HELP("scatter_v"), 0)                   \
+    X(ALGO_BARRIER, algo_barrier, ENUM, "auto", CC__ALGO_HELP("barrier"), 0)                       \
     X(PIPELINE_CHUNK, pipeline_chunk, SIZE, "256K",                                                \
       "Piece size into which ring and chain algorithms cut large blocks, so that sending, "        \
       "receiving and reducing overlap.",                                                           \
