@@ -4,7 +4,9 @@
  * hold runs. CCOMM_ALGO_<COLL> (or, in tests, cc__native_force) names a row
  * instead, skipping the conditions but not the transports it can run on.
  *
- * Adding an algorithm is one row. Rows of one collective go from the most
+ * Adding an algorithm is one row, and its name in CC__CHOICES_ALGO_<COLL>
+ * (base/config_table.h: base cannot see this table, and test_config_typed
+ * fails until the two agree). Rows of one collective go from the most
  * specific (a transport, a size window) to the fallback, which must accept
  * everything. Conditions must come out the same on every rank, so they use
  * only what every rank knows alike: the rank count, the transport class
