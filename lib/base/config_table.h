@@ -40,7 +40,7 @@
 /*
  * CCOMM_ALGO_<COLL>: "auto", then the names of lib/native/select.c's rows of
  * that collective, in the table's order. base may not include native (the
- * layers), so the names are listed here and the unit test test_config_choices
+ * layers), so the names are listed here and the unit test test_config_typed
  * fails when they and select.c's rows differ in either direction; lib/native
  * checks again at engine init (cc__native_check_forced).
  */

@@ -98,7 +98,7 @@ cc_status_t cc__native_force(cc_comm_t *comm, cc_op_type_t type, const char *nam
 int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char **names, int max);
 /* Every row's name for `type`, whatever the transport, in table order; and the
  * CCOMM_ALGO_* variable that forces one (NULL: none). The choices of that
- * variable in base/config_table.h must be "auto" and these (test_config_choices). */
+ * variable in base/config_table.h must be "auto" and these (test_config_typed). */
 int cc__native_row_names(cc_op_type_t type, const char **names, int max);
 const char *cc__native_algo_var(cc_op_type_t type);
 
