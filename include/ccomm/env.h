@@ -18,10 +18,11 @@ extern "C" {
 
 typedef struct cc_env_var {
     const char *name;          /* "CCOMM_TIMEOUT" */
-    const char *type;          /* "int", "size", "bool", "string", "enum", "duration" */
+    const char *type;          /* "int", "size", "bool", "string", "enum", "list" */
     const char *default_value; /* as text; "" for none */
     const char *help;          /* one or two sentences */
     unsigned flags;            /* CC_ENV_* */
+    const char *choices;       /* enum and list: "a, b, c"; NULL for other types */
 } cc_env_var_t;
 
 /* Number of variables in the table. Any thread. */

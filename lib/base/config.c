@@ -1,9 +1,12 @@
 /*
  * config.c - the one place that reads the environment.
  *
- * The table in config_table.h is parsed once into a struct cc__config. An
- * empty value means the default. Bad values keep the default and log a
- * warning naming the variable and the value; unknown CCOMM_* names get a warning (a typo would
+ * The table in config_table.h is parsed once into a struct cc__config: every
+ * type (INT, BOOL, SIZE, STR, ENUM, LIST) here, so that consumers get a value
+ * that is valid and never parse text. An empty value means the default. A bad
+ * value keeps the default and is remembered; cc__config_check, at the first
+ * communicator's init, logs it (the variable, the value, the choices) and
+ * fails the init. Unknown CCOMM_* names get a warning at once (a typo would
  * otherwise be silently ignored).
  */
 #include <errno.h>
@@ -22,18 +25,39 @@ static struct cc__config g_cfg;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* The table as data, for the env API and the parser. */
-enum cfg_type { T_INT, T_BOOL, T_SIZE, T_STR };
-static const char *const type_names[] = {"int", "bool", "size", "string"};
+enum cfg_type { T_INT, T_BOOL, T_SIZE, T_STR, T_ENUM, T_LIST };
+static const char *const type_names[] = {"int", "bool", "size", "string", "enum", "list"};
+
+/* One NULL-terminated array of choices per ENUM or LIST row: choices_LOG_LEVEL, ... */
+#define CC__CFG_ARR_INT(N)
+#define CC__CFG_ARR_BOOL(N)
+#define CC__CFG_ARR_SIZE(N)
+#define CC__CFG_ARR_STR(N)
+#define CC__CFG_ARR_ENUM(N)                              static const char *const choices_##N[] = {CC__CHOICES_##N, NULL};
+#define CC__CFG_ARR_LIST(N)                              CC__CFG_ARR_ENUM(N)
+#define CC__CFG_ARR(NAME, field, TYPE, def, help, flags) CC__CFG_ARR_##TYPE(NAME)
+CC__CONFIG_TABLE(CC__CFG_ARR)
+#undef CC__CFG_ARR
+#define CC__CFG_REF_INT(N)  NULL
+#define CC__CFG_REF_BOOL(N) NULL
+#define CC__CFG_REF_SIZE(N) NULL
+#define CC__CFG_REF_STR(N)  NULL
+#define CC__CFG_REF_ENUM(N) choices_##N
+#define CC__CFG_REF_LIST(N) choices_##N
 
 struct cfg_row {
     cc_env_var_t pub;
     enum cfg_type type;
     size_t offset;
+    const char *const *choices; /* ENUM and LIST: NULL-terminated; else NULL */
 };
 
 static const struct cfg_row rows[] = {
 #define CC__CFG_ROW(NAME, field, TYPE, def, help, flags)                                           \
-    {{"CCOMM_" #NAME, NULL, def, help, flags}, T_##TYPE, offsetof(struct cc__config, field)},
+    {{"CCOMM_" #NAME, NULL, def, help, flags, NULL},                                               \
+     T_##TYPE,                                                                                     \
+     offsetof(struct cc__config, field),                                                           \
+     CC__CFG_REF_##TYPE(NAME)},
     CC__CONFIG_TABLE(CC__CFG_ROW)
 #undef CC__CFG_ROW
 };
@@ -87,41 +111,143 @@ int cc__parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-/* Parse text into the field of one row; 0 on success. */
-static int parse_into(const struct cfg_row *r, const char *text, struct cc__config *cfg)
+/* The choice that word[0..n) names (case aside), or -1; "OLD=NEW" spellings give NEW's. */
+static int choice_of(const char *const *ch, const char *word, size_t n)
 {
-    char *p = (char *)cfg + r->offset;
-    switch (r->type) {
-    case T_INT: return cc__parse_int(text, (int64_t *)(void *)p);
-    case T_BOOL: return cc__parse_bool(text, (int *)(void *)p);
-    case T_SIZE: return cc__parse_size(text, (uint64_t *)(void *)p);
-    case T_STR: *(const char **)(void *)p = text; return 0;
+    for (int i = 0; ch[i]; i++) {
+        const char *eq = strchr(ch[i], '=');
+        size_t len = eq ? (size_t)(eq - ch[i]) : strlen(ch[i]);
+        if (len == n && !strncasecmp(ch[i], word, n))
+            return eq ? choice_of(ch, eq + 1, strlen(eq + 1)) : i;
     }
     return -1;
 }
 
-static void parse_all(void)
+/* Bits of every choice but ALL and the other spellings: what ALL stands for. */
+static uint64_t list_all(const char *const *ch)
 {
-    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint64_t all = 0;
+    for (int i = !strcmp(ch[0], "ALL"); ch[i]; i++)
+        if (!strchr(ch[i], '=')) all |= 1ull << i;
+    return all;
+}
+
+/* "CORE, ^SHM" -> bits; on failure bad, badlen are the item at fault. */
+static int parse_list(const char *const *ch, const char *text, uint64_t *out, const char **bad,
+                      size_t *badlen)
+{
+    const uint64_t all = list_all(ch);
+    const int has_all = !strcmp(ch[0], "ALL");
+    uint64_t m = 0;
+    for (const char *p = text, *next;; p = next + 1) {
+        size_t n = strcspn(p, ",");
+        next = p + n;
+        while (n && *p == ' ')
+            p++, n--;
+        while (n && p[n - 1] == ' ')
+            n--;
+        *bad = p, *badlen = n;
+        int neg = n && *p == '^';
+        int i = n > (size_t)neg ? choice_of(ch, p + neg, n - (size_t)neg) : -1;
+        if (i < 0) return -1;
+        uint64_t bits = has_all && i == 0 ? all : 1ull << i;
+        if (neg && p == text + strspn(text, " ")) m = all; /* "^SHM" starts from ALL */
+        m = neg ? m & ~bits : m | bits;
+        if (!*next) break;
+    }
+    *out = m;
+    return 0;
+}
+
+/* "a, b, c": the choices as shown, without the other spellings. */
+static void join_choices(const char *const *ch, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; ch[i] && o < len; i++)
+        if (!strchr(ch[i], '='))
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", ch[i]);
+}
+
+/* What an INT, BOOL or SIZE value must look like, for the error. */
+static const char *const type_want[] = {
+    [T_INT] = "an integer",
+    [T_BOOL] = "a bool (1, yes, true, on; 0, no, false, off)",
+    [T_SIZE] = "a size (bytes, with K, M, G or T for KiB, MiB, GiB, TiB)",
+};
+
+/* Parse text into the field of one row; 0 on success, else -1 and why[] says so. */
+static int parse_into(const struct cfg_row *r, const char *text, struct cc__config *cfg, char *why,
+                      size_t len)
+{
+    char *p = (char *)cfg + r->offset, choices[1024];
+    const char *bad = text;
+    size_t badlen = strlen(text);
+    int rc = -1, i;
+    switch (r->type) {
+    case T_INT:
+        rc = cc__parse_int(text, (int64_t *)(void *)p);
+        break;
+    case T_BOOL:
+        rc = cc__parse_bool(text, (int *)(void *)p);
+        break;
+    case T_SIZE:
+        rc = cc__parse_size(text, (uint64_t *)(void *)p);
+        break;
+    case T_STR:
+        *(const char **)(void *)p = text;
+        return 0;
+    case T_ENUM:
+        if ((i = choice_of(r->choices, text, strlen(text))) < 0) break;
+        *(const char **)(void *)p = r->choices[i];
+        return 0;
+    case T_LIST:
+        rc = parse_list(r->choices, text, (uint64_t *)(void *)p, &bad, &badlen);
+        break;
+    }
+    if (rc == 0 || !why) return rc;
+    if (r->type == T_INT || r->type == T_BOOL || r->type == T_SIZE) {
+        snprintf(why, len, "%s=\"%s\" is not %s", r->pub.name, text, type_want[r->type]);
+        return rc;
+    }
+    join_choices(r->choices, choices, sizeof(choices));
+    if (r->type == T_ENUM)
+        snprintf(why, len, "%s=\"%s\" is not one of %s", r->pub.name, text, choices);
+    else if (badlen == 0)
+        snprintf(why, len, "%s=\"%s\" has an empty item (choices: %s)", r->pub.name, text, choices);
+    else
+        snprintf(why, len, "%s=\"%s\": \"%.*s\" is not one of %s", r->pub.name, text, (int)badlen,
+                 bad, choices);
+    return rc;
+}
+
+/* The bad values of the last parse, for cc__config_check. */
+#define MAXBAD 8
+static char g_bad[MAXBAD][1400];
+static int g_nbad;
+
+/* Each row's choices as shown ("a, b, c"), in one static pool. */
+static char g_choice_text[4096];
+
+static void fill_pub_rows(void)
+{
+    size_t o = 0;
     for (int i = 0; i < NROWS; i++) {
         pub_rows[i] = rows[i].pub;
         pub_rows[i].type = type_names[rows[i].type];
-        if (parse_into(&rows[i], rows[i].pub.default_value, &g_cfg) != 0)
-            abort(); /* a bad default is a bug in the table */
+        if (!rows[i].choices) continue;
+        for (int k = 0; rows[i].choices[k]; k++)
+            if (k >= 64) abort(); /* a LIST's bits are one uint64_t: a bug in the table */
+        join_choices(rows[i].choices, g_choice_text + o, sizeof(g_choice_text) - o);
+        pub_rows[i].choices = g_choice_text + o;
+        o += strlen(g_choice_text + o) + 1;
+        if (o >= sizeof(g_choice_text)) abort(); /* the table outgrew the pool: a bug */
     }
-    /* Defaults are in place; the log can start (it reads the config). */
-    for (int i = 0; i < NROWS; i++) {
-        const char *v = getenv(rows[i].pub.name);
-        if (v && !*v) continue; /* empty means the default, as in other tools (CCOMM_TRANSPORT=) */
-        if (v && parse_into(&rows[i], v, &g_cfg) != 0) {
-            parse_into(&rows[i], rows[i].pub.default_value, &g_cfg);
-            fprintf(stderr, "ccomm: warning: %s=\"%s\" is not a valid %s; using the default \"%s\"\n",
-                    rows[i].pub.name, v, type_names[rows[i].type], rows[i].pub.default_value);
-        }
-    }
-#define CC__LAUNCHER_READ(NAME, field) g_cfg.field = getenv(#NAME);
-    CC__LAUNCHER_TABLE(CC__LAUNCHER_READ)
-#undef CC__LAUNCHER_READ
+}
+
+/* Unknown CCOMM_* names: a warning each, as the log may not be up yet. */
+static void warn_unknown(void)
+{
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "CCOMM_", 6) != 0) continue;
         const char *eq = strchr(*e, '=');
@@ -130,9 +256,44 @@ static void parse_all(void)
         for (int i = 0; i < NROWS && !known; i++)
             known = strlen(rows[i].pub.name) == n && !strncmp(rows[i].pub.name, *e, n);
         if (!known)
-            fprintf(stderr, "ccomm: warning: unknown variable %.*s is ignored (see `ccrun --env`)\n",
+            fprintf(stderr,
+                    "ccomm: warning: unknown variable %.*s is ignored (see `ccrun --env`)\n",
                     (int)n, *e);
     }
+}
+
+static void parse_all(void)
+{
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    g_nbad = 0;
+    fill_pub_rows();
+    for (int i = 0; i < NROWS; i++)
+        if (parse_into(&rows[i], rows[i].pub.default_value, &g_cfg, NULL, 0) != 0)
+            abort(); /* a bad default is a bug in the table */
+    /* Defaults are in place; the log can start (it reads the config). */
+    for (int i = 0; i < NROWS; i++) {
+        const char *v = getenv(rows[i].pub.name);
+        if (!v || !*v) continue; /* empty means the default, as in other tools (CCOMM_TRANSPORT=) */
+        char why[sizeof(g_bad[0])];
+        if (parse_into(&rows[i], v, &g_cfg, why, sizeof(why)) == 0) continue;
+        parse_into(&rows[i], rows[i].pub.default_value, &g_cfg, NULL, 0);
+        if (g_nbad < MAXBAD) memcpy(g_bad[g_nbad], why, sizeof(why));
+        g_nbad++;
+    }
+#define CC__LAUNCHER_READ(NAME, field) g_cfg.field = getenv(#NAME);
+    CC__LAUNCHER_TABLE(CC__LAUNCHER_READ)
+#undef CC__LAUNCHER_READ
+    warn_unknown();
+}
+
+cc_status_t cc__config_check(void)
+{
+    cc__cfg();
+    for (int i = 0; i < g_nbad && i < MAXBAD; i++)
+        cc_log_error(CC_SUBSYS_INIT, "%s; see `ccrun --env`", g_bad[i]);
+    if (g_nbad > MAXBAD)
+        cc_log_error(CC_SUBSYS_INIT, "and %d more bad CCOMM_* values", g_nbad - MAXBAD);
+    return g_nbad ? CC_ERR_INVALID_ARG : CC_OK;
 }
 
 const struct cc__config *cc__cfg(void)
@@ -159,9 +320,22 @@ const cc_env_var_t *cc_env_at(int i)
     return (i >= 0 && i < NROWS) ? &pub_rows[i] : NULL;
 }
 
+/* A LIST value as text: "ALL" when it holds every choice, else "CORE,SHM". */
+static void list_text(const char *const *ch, uint64_t m, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    if (!strcmp(ch[0], "ALL") && m == list_all(ch)) {
+        snprintf(buf, len, "ALL");
+        return;
+    }
+    for (int i = 0; ch[i] && o < len; i++)
+        if (m & (1ull << i)) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "," : "", ch[i]);
+}
+
 const char *cc_env_effective(const char *name)
 {
-    static __thread char buf[64];
+    static __thread char buf[512];
     const struct cc__config *cfg = cc__cfg();
     for (int i = 0; name && i < NROWS; i++) {
         const struct cfg_row *r = &rows[i];
@@ -170,10 +344,22 @@ const char *cc_env_effective(const char *name)
         if (r->pub.flags & CC_ENV_SECRET)
             return **(const char *const *)(const void *)p ? "<set>" : "";
         switch (r->type) {
-        case T_INT: snprintf(buf, sizeof(buf), "%lld", (long long)*(const int64_t *)(const void *)p); break;
-        case T_BOOL: snprintf(buf, sizeof(buf), "%d", *(const int *)(const void *)p); break;
-        case T_SIZE: snprintf(buf, sizeof(buf), "%llu", (unsigned long long)*(const uint64_t *)(const void *)p); break;
-        case T_STR: return *(const char *const *)(const void *)p;
+        case T_INT:
+            snprintf(buf, sizeof(buf), "%lld", (long long)*(const int64_t *)(const void *)p);
+            break;
+        case T_BOOL:
+            snprintf(buf, sizeof(buf), "%d", *(const int *)(const void *)p);
+            break;
+        case T_SIZE:
+            snprintf(buf, sizeof(buf), "%llu",
+                     (unsigned long long)*(const uint64_t *)(const void *)p);
+            break;
+        case T_STR:
+        case T_ENUM:
+            return *(const char *const *)(const void *)p;
+        case T_LIST:
+            list_text(r->choices, *(const uint64_t *)(const void *)p, buf, sizeof(buf));
+            break;
         }
         return buf;
     }

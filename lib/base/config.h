@@ -11,12 +11,15 @@
 #include <stdint.h>
 
 #include "ccomm/env.h"
+#include "ccomm/status.h"
 #include "base/config_table.h"
 
 #define CC__CFG_CTYPE_INT int64_t
 #define CC__CFG_CTYPE_BOOL int
 #define CC__CFG_CTYPE_SIZE uint64_t
 #define CC__CFG_CTYPE_STR const char *
+#define CC__CFG_CTYPE_ENUM const char * /* the choice as the table spells it */
+#define CC__CFG_CTYPE_LIST uint64_t     /* bit i: the i-th choice is listed */
 
 struct cc__config {
 #define CC__CFG_FIELD(NAME, field, TYPE, def, help, flags) CC__CFG_CTYPE_##TYPE field;
@@ -29,6 +32,16 @@ struct cc__config {
 
 /* The configuration; parsed on first use (thread-safe, once). Never NULL. */
 const struct cc__config *cc__cfg(void);
+
+/*
+ * CC_OK when every CCOMM_* value parsed; else CC_ERR_INVALID_ARG after one
+ * error line per bad value (the variable, the value, the choices). The first
+ * communicator's init calls it, so a bad value stops the job before it runs
+ * rather than being replaced by its default; code that reads the config
+ * earlier or without a communicator (tools) gets the defaults of bad values.
+ * Any thread.
+ */
+cc_status_t cc__config_check(void);
 
 /* Tests only: parse the environment again. Not thread-safe. */
 void cc__config_reload(void);

@@ -4,19 +4,72 @@
  * X(NAME, field, TYPE, default, help, flags)
  *   NAME    the variable is CCOMM_<NAME>
  *   field   the member of struct cc__config that holds the parsed value
- *   TYPE    INT (int64_t), BOOL (int), SIZE (uint64_t, K/M/G suffixes), STR (const char *)
+ *   TYPE    INT (int64_t), BOOL (int), SIZE (uint64_t, K/M/G/T suffixes), STR (const char *),
+ *           ENUM (const char *: one of CC__CHOICES_<NAME>, as spelt there),
+ *           LIST (uint64_t: bit i set when the i-th of CC__CHOICES_<NAME> is listed)
  * ccrun --env and docs/env.md are printed from this table. Add rows freely;
  * keep them grouped by subsystem.
+ *
+ * Every value is parsed and checked once, in config.c; a bad one is an error
+ * at the first communicator's init (cc__config_check), naming the variable,
+ * the value and, for ENUM and LIST, the choices. ENUM and LIST match
+ * case-insensitively; "OLD=NEW" in a choice list is an accepted spelling of
+ * NEW that is not shown. A LIST whose first choice is ALL takes ALL for every
+ * other choice.
  */
 #ifndef CC_BASE_CONFIG_TABLE_H
 #define CC_BASE_CONFIG_TABLE_H
 
+#include "base/log.h" /* CC__SUBSYS_MAP */
+
+/* The choices of each ENUM and LIST row (a row without its macro does not compile). */
+#define CC__CHOICES_LOG_LEVEL                                                                      \
+    "NONE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "WARNING=WARN", "VERSION=INFO"
+/* Bit i + 1 is log subsystem i (CC__SUBSYS_MAP, base/log.h). */
+#define CC__CFG_SUBSYS_CHOICE(name) , #name
+#define CC__CHOICES_LOG_SUBSYS      "ALL" CC__SUBSYS_MAP(CC__CFG_SUBSYS_CHOICE)
+#define CC__CHOICES_TRANSPORT       "auto", "tcp"
+#define CC__CHOICES_DUMP_SIGNAL                                                                    \
+    "NONE", "SIGUSR1", "SIGUSR2", "SIGHUP", "SIGPWR", "SIGURG", "USR1=SIGUSR1", "USR2=SIGUSR2",    \
+        "HUP=SIGHUP"
+/* Bits 1..5 are CC_CLOG_Q, S, E, W, A (ccomm/clog.h) shifted left by one. */
+#define CC__CHOICES_CLOG_EVENTS         "ALL", "Q", "S", "E", "W", "A", "LIFECYCLE=A"
+#define CC__CHOICES_GPU_TIMING          "events", "cupti", "nccl-profiler"
+#define CC__CHOICES_CUDA_ALLREDUCE_ALGO "auto", "oneshot", "twoshot", "ring"
+
+/*
+ * CCOMM_ALGO_<COLL>: "auto", then the names of lib/native/select.c's rows of
+ * that collective, in the table's order. base may not include native (the
+ * layers), so the names are listed here and the unit test test_config_typed
+ * fails when they and select.c's rows differ in either direction; lib/native
+ * checks again at engine init (cc__native_check_forced).
+ */
+#define CC__ALGO_HELP(coll)                                                                        \
+    "Algorithm of every " coll "; auto: chosen by size, ranks and transport. A shm_* one fails "   \
+    "the op unless the communicator has two or more ranks, all over shared memory."
+#define CC__CHOICES_ALGO_ALLREDUCE                                                                 \
+    "auto", "shm_flat", "shm_cma", "recursive_doubling", "halving_doubling", "ring"
+#define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_cma", "binomial", "ring"
+#define CC__CHOICES_ALGO_REDUCE          "auto", "shm_flat", "shm_cma", "binomial", "ring"
+#define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_cma", "bruck", "ring"
+#define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"
+#define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "ring"
+#define CC__CHOICES_ALGO_REDUCE_SCATTERV "auto", "ring"
+#define CC__CHOICES_ALGO_ALLTOALL        "auto", "shm_flat", "shm_cma", "linear", "pairwise"
+#define CC__CHOICES_ALGO_ALLTOALLV       "auto", "pairwise", "linear"
+#define CC__CHOICES_ALGO_GATHER          "auto", "shm_flat", "shm_cma", "binomial", "linear"
+#define CC__CHOICES_ALGO_GATHERV         "auto", "linear"
+#define CC__CHOICES_ALGO_SCATTER         "auto", "shm_flat", "shm_cma", "binomial", "linear"
+#define CC__CHOICES_ALGO_SCATTERV        "auto", "linear"
+#define CC__CHOICES_ALGO_BARRIER         "auto", "shm", "dissemination"
+
 #define CC__CONFIG_TABLE(X)                                                                        \
     /* logging */                                                                                  \
-    X(LOG_LEVEL, log_level, STR, "WARN", "Log level: NONE, ERROR, WARN, INFO, DEBUG or TRACE.", 0) \
-    X(LOG_SUBSYS, log_subsys, STR, "ALL",                                                          \
-      "Subsystems to log, comma-separated: CORE, INIT, BOOTSTRAP, NET, SHM, TCP, COLL, HOOKS, "    \
-      "RECORDER, CLOG, WATCHDOG, LTTNG, CUDA, NCCL, TOOLS or ALL; ^NAME excludes one.",            \
+    X(LOG_LEVEL, log_level, ENUM, "WARN",                                                          \
+      "Log level; WARNING and VERSION (NCCL_DEBUG's spellings) mean WARN and INFO.", 0)            \
+    X(LOG_SUBSYS, log_subsys, LIST, "ALL",                                                         \
+      "Subsystems to log, comma-separated; ^NAME excludes one, and a list that starts with an "    \
+      "exclusion starts from ALL (^SHM,^TCP: all but those two).",                                 \
       0)                                                                                           \
     X(LOG_FILE, log_file, STR, "",                                                                 \
       "Write the log to this file instead of stderr; %h is replaced by the host name, %p by the "  \
@@ -42,7 +95,7 @@
       "store address and rank 0's start time.",                                                    \
       CC_ENV_LAUNCHER)                                                                             \
     /* communicators and transports */                                                             \
-    X(TRANSPORT, transport, STR, "auto",                                                           \
+    X(TRANSPORT, transport, ENUM, "auto",                                                          \
       "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere.", 0) \
     X(TIMEOUT, timeout, INT, "600",                                                                \
       "Default deadline of every operation, in seconds; a communicator's config or an op's "       \
@@ -79,70 +132,28 @@
     X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \
       "Microseconds a waiting rank polls before it starts yielding the CPU, then sleeping.", 0)    \
     X(TCP_SPIN_US, tcp_spin_us, INT, "0",                                                          \
-      "Microseconds a rank whose pending requests are all TCP polls its sockets before it "       \
+      "Microseconds a rank whose pending requests are all TCP polls its sockets before it "        \
       "sleeps in epoll; 0: it sleeps at once. Pays only where every rank has a CPU to itself.",    \
       0)                                                                                           \
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \
       0)                                                                                           \
     /* collectives (lib/native/select.c, docs/collectives.md) */                                   \
-    X(ALGO_ALLREDUCE, algo_allreduce, STR, "",                                                     \
-      "Algorithm of every all_reduce: ring, recursive_doubling, halving_doubling, or a "           \
-      "shared-memory one; empty: chosen by size, ranks and transport. An unknown name fails "      \
-      "communicator creation.",                                                                    \
+    X(ALGO_ALLREDUCE, algo_allreduce, ENUM, "auto", CC__ALGO_HELP("all_reduce"), 0)                \
+    X(ALGO_BROADCAST, algo_broadcast, ENUM, "auto", CC__ALGO_HELP("broadcast"), 0)                 \
+    X(ALGO_REDUCE, algo_reduce, ENUM, "auto", CC__ALGO_HELP("reduce"), 0)                          \
+    X(ALGO_ALLGATHER, algo_allgather, ENUM, "auto", CC__ALGO_HELP("all_gather"), 0)                \
+    X(ALGO_ALLGATHERV, algo_allgatherv, ENUM, "auto", CC__ALGO_HELP("all_gather_v"), 0)            \
+    X(ALGO_REDUCE_SCATTER, algo_reduce_scatter, ENUM, "auto", CC__ALGO_HELP("reduce_scatter"), 0)  \
+    X(ALGO_REDUCE_SCATTERV, algo_reduce_scatterv, ENUM, "auto", CC__ALGO_HELP("reduce_scatter_v"), \
       0)                                                                                           \
-    X(ALGO_BROADCAST, algo_broadcast, STR, "",                                                     \
-      "Algorithm of every broadcast: binomial, ring, or a shared-memory one; empty: chosen by "    \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_REDUCE, algo_reduce, STR, "",                                                           \
-      "Algorithm of every reduce: binomial, ring, or a shared-memory one; empty: chosen by "       \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_ALLGATHER, algo_allgather, STR, "",                                                     \
-      "Algorithm of every all_gather: ring, bruck, or a shared-memory one; empty: chosen by "      \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_ALLGATHERV, algo_allgatherv, STR, "",                                                   \
-      "Algorithm of every all_gather_v: ring, or a shared-memory one; empty: chosen by size, "     \
-      "ranks and transport. An unknown name fails communicator creation.",                         \
-      0)                                                                                           \
-    X(ALGO_REDUCE_SCATTER, algo_reduce_scatter, STR, "",                                           \
-      "Algorithm of every reduce_scatter: ring, or a shared-memory one; empty: chosen by "         \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_REDUCE_SCATTERV, algo_reduce_scatterv, STR, "",                                         \
-      "Algorithm of every reduce_scatter_v: ring, or a shared-memory one; empty: chosen by "       \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_ALLTOALL, algo_alltoall, STR, "",                                                       \
-      "Algorithm of every all_to_all: pairwise, linear, or a shared-memory one; empty: chosen "    \
-      "by size, ranks and transport. An unknown name fails communicator creation.",                \
-      0)                                                                                           \
-    X(ALGO_ALLTOALLV, algo_alltoallv, STR, "",                                                     \
-      "Algorithm of every all_to_all_v: pairwise, linear, or a shared-memory one; empty: "         \
-      "chosen by size, ranks and transport. An unknown name fails communicator creation.",         \
-      0)                                                                                           \
-    X(ALGO_GATHER, algo_gather, STR, "",                                                           \
-      "Algorithm of every gather: binomial, linear, or a shared-memory one; empty: chosen by "     \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_GATHERV, algo_gatherv, STR, "",                                                         \
-      "Algorithm of every gather_v: linear, or a shared-memory one; empty: chosen by size, "       \
-      "ranks and transport. An unknown name fails communicator creation.",                         \
-      0)                                                                                           \
-    X(ALGO_SCATTER, algo_scatter, STR, "",                                                         \
-      "Algorithm of every scatter: binomial, linear, or a shared-memory one; empty: chosen by "    \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
-    X(ALGO_SCATTERV, algo_scatterv, STR, "",                                                       \
-      "Algorithm of every scatter_v: linear, or a shared-memory one; empty: chosen by size, "      \
-      "ranks and transport. An unknown name fails communicator creation.",                         \
-      0)                                                                                           \
-    X(ALGO_BARRIER, algo_barrier, STR, "",                                                         \
-      "Algorithm of every barrier: dissemination, or a shared-memory one; empty: chosen by "       \
-      "size, ranks and transport. An unknown name fails communicator creation.",                   \
-      0)                                                                                           \
+    X(ALGO_ALLTOALL, algo_alltoall, ENUM, "auto", CC__ALGO_HELP("all_to_all"), 0)                  \
+    X(ALGO_ALLTOALLV, algo_alltoallv, ENUM, "auto", CC__ALGO_HELP("all_to_all_v"), 0)              \
+    X(ALGO_GATHER, algo_gather, ENUM, "auto", CC__ALGO_HELP("gather"), 0)                          \
+    X(ALGO_GATHERV, algo_gatherv, ENUM, "auto", CC__ALGO_HELP("gather_v"), 0)                      \
+    X(ALGO_SCATTER, algo_scatter, ENUM, "auto", CC__ALGO_HELP("scatter"), 0)                       \
+    X(ALGO_SCATTERV, algo_scatterv, ENUM, "auto", CC__ALGO_HELP("scatter_v"), 0)                   \
+    X(ALGO_BARRIER, algo_barrier, ENUM, "auto", CC__ALGO_HELP("barrier"), 0)                       \
     X(PIPELINE_CHUNK, pipeline_chunk, SIZE, "256K",                                                \
       "Piece size into which ring and chain algorithms cut large blocks, so that sending, "        \
       "receiving and reducing overlap.",                                                           \
@@ -164,11 +175,11 @@
       "Record the caller's return addresses with every op (symbolised by ccdump).", 0)             \
     X(DUMP_DIR, dump_dir, STR, "./ccomm-dumps",                                                    \
       "Directory of JSON dumps: <dir>/<job id>/rank<r>.json. Both must belong to the user and be " \
-      "closed to others' writes, or no dump is written.",                                         \
+      "closed to others' writes, or no dump is written.",                                          \
       0)                                                                                           \
     X(DUMP_ON_TIMEOUT, dump_on_timeout, BOOL, "1",                                                 \
       "On a timeout on any rank, every rank of the job writes its flight recorder dump.", 0)       \
-    X(DUMP_SIGNAL, dump_signal, STR, "SIGUSR2",                                                    \
+    X(DUMP_SIGNAL, dump_signal, ENUM, "SIGUSR2",                                                   \
       "Signal that makes a process write its dump; NONE for none.", 0)                             \
     X(ABORT_ON_TIMEOUT, abort_on_timeout, BOOL, "0",                                               \
       "After a timeout and its dump, end the process (SIGABRT) instead of returning errors.", 0)   \
@@ -183,8 +194,10 @@
       "root) at the same sequence number.",                                                        \
       0)                                                                                           \
     X(CLOG, clog, STR, "", "Write a clog event log to this path; %r rank, %p pid, %h host.", 0)    \
-    X(CLOG_EVENTS, clog_events, STR, "ALL",                                                        \
-      "clog events to write: ALL, LIFECYCLE, or a list of Q,S,E,W,A.", 0)                          \
+    X(CLOG_EVENTS, clog_events, LIST, "ALL",                                                       \
+      "clog events to write, comma-separated: Q enqueued, S started, E ended, W waited on, "       \
+      "A aborts and communicator lines; LIFECYCLE is A; ^NAME excludes one.",                      \
+      0)                                                                                           \
     X(LTTNG, lttng, BOOL, "0", "Load the LTTng-UST tracepoint provider libccomm-lttng.so.", 0)     \
     X(LTTNG_PROVIDER, lttng_provider, STR, "libccomm-lttng.so",                                    \
       "The tracepoint provider that CCOMM_LTTNG=1 loads: a path, or a file name looked for next "  \
@@ -194,7 +207,7 @@
     X(CUDA_PLUGIN, cuda_plugin, STR, "libccomm-cuda.so",                                           \
       "The CUDA plugin to load for device communicators (path or name).", 0)                       \
     X(NCCL_LIB, nccl_lib, STR, "libnccl.so.2", "The NCCL library the nccl engine opens.", 0)       \
-    X(GPU_TIMING, gpu_timing, STR, "events",                                                       \
+    X(GPU_TIMING, gpu_timing, ENUM, "events",                                                      \
       "Source of GPU op times: events (CUDA events), cupti, or nccl-profiler.", 0)                 \
     X(GPU_POLL_US, gpu_poll_us, INT, "50",                                                         \
       "Microseconds between two looks of the GPU op tracker at the CUDA events of ops in flight.", \
@@ -205,7 +218,7 @@
       "Bytes of each data slot the native CUDA engine shares with the ranks on its node through "  \
       "CUDA IPC (three slots per rank); larger ops run in rounds of a slot.",                      \
       0)                                                                                           \
-    X(CUDA_ALLREDUCE_ALGO, cuda_allreduce_algo, STR, "auto",                                       \
+    X(CUDA_ALLREDUCE_ALGO, cuda_allreduce_algo, ENUM, "auto",                                      \
       "Native CUDA all-reduce: auto (one-shot up to 256 KiB, two-shot up to 16 MiB, then ring), "  \
       "oneshot, twoshot or ring.",                                                                 \
       0)                                                                                           \

@@ -10,7 +10,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,26 +37,13 @@ static const char *const subsys_names[] = {
 };
 #define NSUBSYS ((int)(sizeof(subsys_names) / sizeof(subsys_names[0])))
 
-static uint32_t parse_mask(const char *text)
+/* CCOMM_LOG_SUBSYS's bits (config_table.h: bit i + 1 is subsystem i) as a subsystem mask. */
+static uint32_t subsys_mask(uint64_t listed)
 {
     uint32_t mask = 0;
-    int only_exclusions = 1;
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", text ? text : "ALL");
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int neg = tok[0] == '^';
-        if (neg) tok++;
-        else only_exclusions = 0;
-        uint32_t bits = 0;
-        if (!strcasecmp(tok, "ALL")) bits = CC_SUBSYS_ALL;
-        for (int i = 0; i < NSUBSYS; i++)
-            if (!strcasecmp(tok, subsys_names[i])) bits = 1u << i;
-        if (!bits) fprintf(stderr, "ccomm: warning: CCOMM_LOG_SUBSYS: unknown subsystem \"%s\"\n", tok);
-        if (neg) mask &= ~bits;
-        else mask |= bits;
-        if (neg && only_exclusions) mask = CC_SUBSYS_ALL & ~bits;
-    }
-    return mask ? mask : (only_exclusions ? CC_SUBSYS_ALL : 0);
+    for (int i = 0; i < NSUBSYS; i++)
+        if (listed & (2ull << i)) mask |= 1u << i;
+    return mask == (1u << NSUBSYS) - 1 ? CC_SUBSYS_ALL : mask;
 }
 
 /* Expand %h %p %r in a path. */
@@ -114,18 +100,11 @@ void cc__log_init(void)
     const struct cc__config *cfg = cc__cfg();
     pthread_once(&g_host_once, read_host);
     pthread_mutex_lock(&g_init_lock);
-    int lvl = -1;
+    int lvl = CC_LOG_LEVEL_WARN; /* config.c gives one of level_names */
     for (int i = 0; i <= CC_LOG_LEVEL_TRACE; i++)
-        if (!strcasecmp(cfg->log_level, level_names[i])) lvl = i;
-    if (!strcasecmp(cfg->log_level, "WARNING")) lvl = CC_LOG_LEVEL_WARN;
-    if (!strcasecmp(cfg->log_level, "VERSION")) lvl = CC_LOG_LEVEL_INFO; /* NCCL_DEBUG habit */
-    if (lvl < 0) {
-        fprintf(stderr, "ccomm: warning: CCOMM_LOG_LEVEL=\"%s\" is not one of NONE, ERROR, WARN, "
-                        "INFO, DEBUG, TRACE; using WARN\n", cfg->log_level);
-        lvl = CC_LOG_LEVEL_WARN;
-    }
+        if (!strcmp(cfg->log_level, level_names[i])) lvl = i;
     cc__log_level = lvl;
-    cc__log_mask = parse_mask(cfg->log_subsys);
+    cc__log_mask = subsys_mask(cfg->log_subsys);
     open_file();
     pthread_mutex_unlock(&g_init_lock);
 }

@@ -352,11 +352,13 @@ cc_status_t cc__clog_auto_open(int world_rank)
     /* Once per process: the core calls this for its first world only. */
     if (!cfg->clog || !*cfg->clog || g_auto) return CC_OK;
     cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
-    if (cc_clog_parse_events(cfg->clog_events, &conf.events) != CC_OK) {
-        cc_log_error(CC_SUBSYS_CLOG,
-                     "CCOMM_CLOG_EVENTS=\"%s\" is not ALL, LIFECYCLE or a list of "
-                     "Q, S, E, W, A; no clog is written",
-                     cfg->clog_events);
+    /* config.c checked the list; bits 1..5 are Q, S, E, W, A (config_table.h). */
+    _Static_assert(CC_CLOG_Q == 1 && CC_CLOG_S == 2 && CC_CLOG_E == 4 && CC_CLOG_W == 8 &&
+                       CC_CLOG_A == 16 && CC_CLOG_ALL == 31,
+                   "CC__CHOICES_CLOG_EVENTS lists the events in CC_CLOG_* bit order");
+    conf.events = (unsigned)(cfg->clog_events >> 1) & CC_CLOG_ALL;
+    if (!conf.events) {
+        cc_log_error(CC_SUBSYS_CLOG, "CCOMM_CLOG_EVENTS excludes every event; no clog is written");
         return CC_ERR_INVALID_ARG;
     }
     conf.rank = world_rank;

@@ -18,6 +18,7 @@ static cc_status_t init_world(cc_comm_t **comm, int rank, int size, const char *
 {
     cc__cfg();
     cc__log_init();
+    CC_CHECK(cc__config_check()); /* a bad CCOMM_* value stops the job here, on every rank */
     if (!comm) {
         cc_log_error(CC_SUBSYS_INIT, "cc_comm_init: comm (the output) is NULL");
         return CC_ERR_INVALID_ARG;
@@ -63,6 +64,7 @@ cc_status_t cc_comm_init_from_env(cc_comm_t **comm, const cc_comm_config_t *conf
 {
     cc__cfg();
     cc__log_init();
+    CC_CHECK(cc__config_check()); /* before the launcher's variables are looked at */
     char addr[300];
     int rank = -1, size = -1, hosts = 0;
     const char *who = NULL;

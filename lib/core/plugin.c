@@ -63,6 +63,7 @@ static cc_status_t svc_world_attach(cc__world_t **out)
 {
     cc__cfg();
     cc__log_init();
+    CC_CHECK(cc__config_check()); /* as at cc_comm_init: a bad CCOMM_* value stops here */
     char addr[300];
     int rank = 0, size = 1, may_host = 0;
     const char *who = "none";

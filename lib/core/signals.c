@@ -13,7 +13,6 @@
  */
 #include <signal.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "core/comm.h"
@@ -86,21 +85,17 @@ static void on_fatal(int signo, siginfo_t *si, void *ctx)
     raise(signo); /* delivered when we return (it is blocked in its handler) */
 }
 
-static int parse_signal(const char *name)
+/* CCOMM_DUMP_SIGNAL, one of config_table.h's names (config.c checked it): its number, or 0. */
+static int dump_signo(const char *name)
 {
     static const struct {
         const char *name;
         int signo;
-    } names[] = {{"SIGUSR1", SIGUSR1}, {"USR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"USR2", SIGUSR2},
-                 {"SIGHUP", SIGHUP},   {"HUP", SIGHUP},   {"SIGPWR", SIGPWR},   {"SIGURG", SIGURG}};
-    if (!strcasecmp(name, "NONE") || !*name) return 0;
+    } names[] = {{"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},
+                 {"SIGPWR", SIGPWR},   {"SIGURG", SIGURG}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (!strcasecmp(name, names[i].name)) return names[i].signo;
-    int64_t v;
-    if (cc__parse_int(name, &v) == 0 && v > 0 && v < NSIG) return (int)v;
-    cc_log_warn(CC_SUBSYS_WATCHDOG, "CCOMM_DUMP_SIGNAL=\"%s\" is not a signal name; no dump signal",
-                name);
-    return 0;
+        if (!strcmp(name, names[i].name)) return names[i].signo;
+    return 0; /* NONE */
 }
 
 void cc__signals_install(void)
@@ -111,7 +106,7 @@ void cc__signals_install(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
-    g_dump_signo = parse_signal(cc__cfg()->dump_signal);
+    g_dump_signo = dump_signo(cc__cfg()->dump_signal);
     if (g_dump_signo) {
         sa.sa_handler = on_dump_signal;
         sa.sa_flags = SA_RESTART;

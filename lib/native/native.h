@@ -96,6 +96,11 @@ cc_status_t cc__native_force(cc_comm_t *comm, cc_op_type_t type, const char *nam
 
 /* Tests: the algorithms of `type` that can run on comm's transport (up to max names, static). */
 int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char **names, int max);
+/* Every row's name for `type`, whatever the transport, in table order; and the
+ * CCOMM_ALGO_* variable that forces one (NULL: none). The choices of that
+ * variable in base/config_table.h must be "auto" and these (test_config_typed). */
+int cc__native_row_names(cc_op_type_t type, const char **names, int max);
+const char *cc__native_algo_var(cc_op_type_t type);
 
 /* Scratch space of at least len bytes, or NULL (logged). Valid until the next call. */
 void *cc__native_scratch(cc__native_t *nc, size_t len);

@@ -4,7 +4,9 @@
  * hold runs. CCOMM_ALGO_<COLL> (or, in tests, cc__native_force) names a row
  * instead, skipping the conditions but not the transports it can run on.
  *
- * Adding an algorithm is one row. Rows of one collective go from the most
+ * Adding an algorithm is one row, and its name in CC__CHOICES_ALGO_<COLL>
+ * (base/config_table.h: base cannot see this table, and test_config_typed
+ * fails until the two agree). Rows of one collective go from the most
  * specific (a transport, a size window) to the fallback, which must accept
  * everything. Conditions must come out the same on every rank, so they use
  * only what every rank knows alike: the rank count, the transport class
@@ -201,6 +203,21 @@ int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char *
     for (size_t i = 0; nc && i < NROWS; i++)
         if (rows[i].type == type && (rows[i].tpm & nc->tpm) && k < max) names[k++] = rows[i].name;
     return k;
+}
+
+int cc__native_row_names(cc_op_type_t type, const char **names, int max)
+{
+    int k = 0;
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i].type == type && k < max) names[k++] = rows[i].name;
+    return k;
+}
+
+const char *cc__native_algo_var(cc_op_type_t type)
+{
+    const char *var;
+    cfg_name(type, &var);
+    return var;
 }
 
 /* The size that picks among algorithms: one every rank computes alike. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ccomm/env.h"
+#include "base/config.h"
 #include "ccrun.h"
 
 #define WRAP 96
@@ -34,14 +35,22 @@ void ccrun_print_env(void)
 {
     printf("ccomm reads these variables once, at the first call that needs them.\n"
            "\"in effect\" is what a program started from this environment would use.\n\n");
+    /* The same check as the first init's: its error lines go to stderr. */
+    if (cc__config_check() != CC_OK)
+        printf("a program started from this environment fails its first init on the values "
+               "that the errors above name; it shows their defaults as in effect below.\n\n");
     for (int i = 0; i < cc_env_count(); i++) {
         const cc_env_var_t *v = cc_env_at(i);
         const char *eff = cc_env_effective(v->name);
         printf("%s = %s%s%s\n", v->name, eff && *eff ? "" : "\"", eff ? eff : "",
                eff && *eff ? "" : "\"");
-        char line[160];
-        snprintf(line, sizeof(line), "%s, default %s%s%s%s%s", v->type,
+        char line[1024];
+        snprintf(line, sizeof(line), "%s, default %s%s%s%s%s%s%s", v->type,
                  *v->default_value ? "" : "\"", v->default_value, *v->default_value ? "" : "\"",
+                 !v->choices                ? ""
+                 : !strcmp(v->type, "list") ? "; any of: "
+                                            : "; one of: ",
+                 v->choices ? v->choices : "",
                  (v->flags & CC_ENV_LAUNCHER) ? "; set by ccrun for each rank" : "",
                  (v->flags & CC_ENV_SECRET) ? "; secret (never printed)" : "");
         print_wrapped(line, 4);
@@ -59,6 +68,19 @@ static void md_cell(const char *text)
         else
             putchar(*p);
     }
+}
+
+/* " One of: `a`, `b`." from the table's "a, b" (comma-separated ones for a list). */
+static void md_choices(const cc_env_var_t *v)
+{
+    printf(" %s: `", !strcmp(v->type, "list") ? "Any of" : "One of");
+    for (const char *p = v->choices; *p; p++) {
+        if (p[0] == ',' && p[1] == ' ')
+            fputs("`, `", stdout), p++;
+        else
+            putchar(*p);
+    }
+    printf("`.");
 }
 
 /* Which launcher init_from_env believes, and where it finds the store (lib/core/launcher.c). */
@@ -99,8 +121,11 @@ void ccrun_print_env_markdown(void)
            "file and the table differ. -->\n\n"
            "ccomm reads every `CCOMM_*` variable once, at the first call that needs it; a "
            "`CCOMM_*` name that is not in this table gets a warning (a typo would otherwise be "
-           "ignored). An empty value (`CCOMM_TRANSPORT=`) means the default. `ccrun --env` "
-           "prints the same table with the value in effect.\n\n"
+           "ignored). An empty value (`CCOMM_TRANSPORT=`) means the default. A value that is "
+           "not of its type, or not one of its choices (matched without regard to case), fails "
+           "the first communicator's init (`CC_ERR_INVALID_ARG`, one error line naming the "
+           "variable, the value and the choices). `ccrun --env` prints the same table with the "
+           "value in effect.\n\n"
            "| Variable | Type | Default | Description |\n"
            "|---|---|---|---|\n");
     for (int i = 0; i < cc_env_count(); i++) {
@@ -112,6 +137,7 @@ void ccrun_print_env_markdown(void)
             printf("(none)");
         printf(" | ");
         md_cell(v->help);
+        if (v->choices) md_choices(v);
         if (v->flags & CC_ENV_LAUNCHER) printf(" *Set by ccrun.*");
         if (v->flags & CC_ENV_SECRET) printf(" *Secret: never printed.*");
         printf(" |\n");

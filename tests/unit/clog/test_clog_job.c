@@ -180,15 +180,29 @@ static int plain_rank(int rank, int size, const char *addr, void *arg)
     return 0;
 }
 
+/* A CCOMM_* value that is not one of its choices stops the job at init (config.c). */
+static int refused_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    cc_status_t st = cc_comm_init(&comm, rank, size, addr, NULL);
+    CC_TEST_REQUIRE(st == CC_ERR_INVALID_ARG && !comm, "init gave %s", cc_status_name(st));
+    return 0;
+}
+
 static void test_bad_settings_leave_the_job_alone(void **state)
 {
     (void)state;
     char clog[200], file[160];
     snprintf(file, sizeof(file), "%s/never.log", tmpdir_make());
     snprintf(clog, sizeof(clog), "CCOMM_CLOG=%s", file);
-    const char *bad_events[] = {clog, "CCOMM_CLOG_EVENTS=Q,bogus", NULL};
-    assert_int_equal(cc_test_fork_ranks(1, plain_rank, NULL, 60, bad_events, NULL), 0);
+    const char *bad_events[] = {clog, "CCOMM_CLOG_EVENTS=Q,bogus", "CCOMM_LOG_LEVEL=NONE", NULL};
+    assert_int_equal(cc_test_fork_ranks(1, refused_rank, NULL, 60, bad_events, NULL), 0);
     struct stat st;
+    assert_int_not_equal(stat(file, &st), 0);
+    /* A valid list that leaves no event: no clog, and the job runs. */
+    const char *no_events[] = {clog, "CCOMM_CLOG_EVENTS=^ALL", NULL};
+    assert_int_equal(cc_test_fork_ranks(1, plain_rank, NULL, 60, no_events, NULL), 0);
     assert_int_not_equal(stat(file, &st), 0);
     const char *bad_path[] = {"CCOMM_CLOG=/proc/version/x/clog.%r.log", NULL};
     assert_int_equal(cc_test_fork_ranks(1, plain_rank, NULL, 60, bad_path, NULL), 0);

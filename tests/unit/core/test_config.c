@@ -34,11 +34,13 @@ static void test_values_and_bad_values(void **state)
     assert_int_equal(cc__cfg()->timeout, 30);
     assert_int_equal(cc__cfg()->shm_ring_size, 4u << 20);
     assert_int_equal(cc__cfg()->desync_check, 1);
-    setenv("CCOMM_TIMEOUT", "thirty", 1); /* bad: default kept, warning printed */
+    assert_int_equal(cc__config_check(), CC_OK);
+    setenv("CCOMM_TIMEOUT", "thirty", 1); /* bad: default kept, and the first init fails */
     setenv("CCOMM_SHM_RING_SIZE", "-5", 1);
     cc__config_reload();
     assert_int_equal(cc__cfg()->timeout, 600);
     assert_int_equal(cc__cfg()->shm_ring_size, 1u << 20);
+    assert_int_equal(cc__config_check(), CC_ERR_INVALID_ARG);
     unsetenv("CCOMM_TIMEOUT");
     unsetenv("CCOMM_SHM_RING_SIZE");
     unsetenv("CCOMM_DESYNC_CHECK");
