@@ -275,3 +275,8 @@ cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns)
         syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
     }
 }
+
+cc_status_t cc__op_wait_engine(cc__op_t *op)
+{
+    return cc__op_wait_done(op, cc__ns_add_sat(op->deadline_ns, CC__ENGINE_GRACE_NS));
+}
