@@ -1,8 +1,10 @@
 /*
  * door.c - the one door every operation passes.
  *
- *   validate (callers, see coll_api.c) -> identity -> PRE chain -> engine
- *   -> START chain (cc__op_started) -> POST chain (cc__op_finished)
+ *   validate (door_validate.c: each coll_api*.c entry point runs its
+ *   cc__validate_<call> on the raw arguments, then builds the op)
+ *   -> identity -> PRE chain -> engine -> START chain (cc__op_started)
+ *   -> POST chain (cc__op_finished)
  *
  * Lifecycle events (init, split, destroy, abort) pass the same chains with
  * an action in place of the engine. Nothing here locks, allocates, makes a
