@@ -11,7 +11,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 {

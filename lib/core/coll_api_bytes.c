@@ -11,7 +11,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 #define ALIGN16(x) (((x) + 15u) & ~(size_t)15u)
 

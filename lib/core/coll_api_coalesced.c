@@ -12,7 +12,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 /* The op's own copy of the lists, one block. */
 static cc__coalesced_args_t *copy_args(const cc__coalesced_call_t *c)

@@ -13,7 +13,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 /* Per-rank arrays of an op: [0] send counts, [1] send displs, [2] recv counts, [3] recv displs. */
 typedef const size_t *cc__arrays_t[4];

@@ -5,11 +5,12 @@
  * the errors are reported in: the comm and opts first, then counts and
  * types, then buffers, then how the buffers overlap.
  */
-#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/log.h"
 #include "core/comm.h"
+#include "core/door_validate.h"
 #include "core/validate.h"
 
 /* The checks every data op starts with; *bytes = count x size. `wide`: the largest buffer

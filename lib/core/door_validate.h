@@ -1,9 +1,12 @@
 /*
  * door_validate.h - the door's validation step, one function per public
- * call (internal; see validate.h). cc__validate_<call> takes the call's own
- * arguments, checks them in the order the messages are documented in, and
- * returns CC_OK or the logged status; the outputs (sizes the call's op
- * needs) are set on CC_OK only.
+ * call (internal). Every public call (coll_api*.c) runs its
+ * cc__validate_<call> on its own arguments before it builds the op: the
+ * comm and the per-rank arrays must be known good before anything reads
+ * them to describe the op. Each returns CC_OK, or a status after logging
+ * the function, the argument and the value (validate.h's checks); nothing
+ * is enqueued when one fails. Outputs (sizes the op needs) are meaningful
+ * on CC_OK only.
  */
 #ifndef CC_CORE_DOOR_VALIDATE_H
 #define CC_CORE_DOOR_VALIDATE_H

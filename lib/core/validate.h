@@ -1,13 +1,8 @@
 /*
- * validate.h - the door's validation step (internal). Every public call
- * (coll_api*.c) runs its cc__validate_<call> (door_validate.c) on its raw
- * arguments before it builds the op: the per-rank arrays and the comm must
- * be known good before anything reads them to describe the op. Each check
- * returns CC_OK or a status after logging the function, the argument and
- * the value. Nothing is enqueued when one fails.
- *
- * The cc__v_* checks below (validate.c) are the pieces the per-call checks
- * are made of.
+ * validate.h - the argument checks the door's validation step
+ * (door_validate.h) is made of (internal). Each returns CC_OK or a status
+ * after logging the function, the argument and the value. Nothing is
+ * enqueued when one fails.
  */
 #ifndef CC_CORE_VALIDATE_H
 #define CC_CORE_VALIDATE_H
@@ -48,7 +43,5 @@ cc_status_t cc__v_inplace(const void *send, size_t sbytes, const void *recv, siz
                           const void *inplace, const char *fn);
 /* A rank's own block has the size it sends itself: a (named an) == b (bn[r]). */
 cc_status_t cc__v_own(size_t a, const char *an, size_t b, const char *bn, int r, const char *fn);
-
-#include "core/door_validate.h"
 
 #endif /* CC_CORE_VALIDATE_H */
