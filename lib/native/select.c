@@ -3,6 +3,7 @@
  * (collective, algorithm), tried in order; the first row whose conditions
  * hold runs. CCOMM_ALGO_<COLL> (or, in tests, cc__native_force) names a row
  * instead, skipping the conditions but not the transports it can run on.
+ * This file only chooses (cc__native_choose); run.c runs what was chosen.
  *
  * Adding an algorithm is one row. Rows of one collective go from the most
  * specific (a transport, a size window) to the fallback, which must accept
