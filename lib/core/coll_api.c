@@ -1,6 +1,7 @@
 /*
  * coll_api.c - the public point-to-point and collective calls with one
- * count: check the arguments, describe the op, and hand it to the door.
+ * count: run the door's validation step on the arguments (door_validate.c),
+ * describe the op, and hand it to the door.
  * (coll_api_v.c has the ones with per-rank counts and layouts,
  * coll_api_coalesced.c, coll_api_bytes.c and group.c the rest.)
  */
@@ -10,7 +11,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 void cc__api_free_owned(cc__op_t *op, cc_status_t status)
 {
@@ -38,15 +39,6 @@ cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **wo
     return cc__door_issue(op, opts, work);
 }
 
-/* The checks every data op starts with; *bytes = count x size. */
-static cc_status_t check_common(cc_comm_t *comm, const cc_op_opts_t *opts, size_t count,
-                                cc_dtype_t dtype, size_t mult, size_t *bytes, const char *fn)
-{
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
-    return cc__v_count(count, dtype, mult, bytes, fn);
-}
-
 /* An op of `type` with its dtype, redop and premultiplier set. */
 static void describe(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type, cc_dtype_t dtype,
                      cc_redop_t redop, const cc_op_opts_t *opts)
@@ -63,9 +55,7 @@ static cc_status_t p2p(cc_comm_t *comm, cc_op_type_t type, void *buf, size_t cou
                        const char *fn)
 {
     size_t bytes;
-    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
-    CC_CHECK(cc__v_buf(buf, count, "buf", fn));
-    CC_CHECK(cc__v_rank(comm, peer, "peer", fn));
+    CC_CHECK(cc__validate_send_recv(comm, buf, count, dtype, peer, opts, fn, &bytes));
     cc__op_t op;
     describe(&op, comm, type, dtype, CC_REDOP_COUNT, opts);
     op.info.peer = peer;
@@ -95,9 +85,7 @@ cc_status_t cc_recv(cc_comm_t *comm, void *buf, size_t count, cc_dtype_t dtype, 
 
 cc_status_t cc_barrier(cc_comm_t *comm, const cc_op_opts_t *opts, cc_work_t **work)
 {
-    static const char fn[] = "cc_barrier";
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
+    CC_CHECK(cc__validate_barrier(comm, opts));
     cc__op_t op;
     cc__op_prepare(&op, comm, CC_OP_BARRIER);
     return cc__api_issue(&op, opts, work);
@@ -107,13 +95,8 @@ cc_status_t cc_allreduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
                          cc_dtype_t dtype, cc_redop_t redop, const cc_op_opts_t *opts,
                          cc_work_t **work)
 {
-    static const char fn[] = "cc_allreduce";
     size_t bytes;
-    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
-    CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
-    CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
-    CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
-    CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
+    CC_CHECK(cc__validate_allreduce(comm, sendbuf, recvbuf, count, dtype, redop, opts, &bytes));
     cc__op_t op;
     describe(&op, comm, CC_OP_ALLREDUCE, dtype, redop, opts);
     op.info.in_count = op.info.out_count = count;
@@ -126,15 +109,10 @@ cc_status_t cc_allreduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
 cc_status_t cc_broadcast(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                          cc_dtype_t dtype, int root, const cc_op_opts_t *opts, cc_work_t **work)
 {
-    static const char fn[] = "cc_broadcast";
     size_t bytes;
-    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
-    CC_CHECK(cc__v_rank(comm, root, "root", fn));
-    int me = comm->rank == root;
+    CC_CHECK(cc__validate_broadcast(comm, sendbuf, recvbuf, count, dtype, root, opts, &bytes));
     /* sendbuf is the root's only; the hooks see NULL elsewhere, whatever was passed. */
-    if (me) CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf (on the root)", fn));
-    CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf", fn));
-    if (me) CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
+    int me = comm->rank == root;
     cc__op_t op;
     describe(&op, comm, CC_OP_BROADCAST, dtype, CC_REDOP_COUNT, opts);
     op.info.root = root;
@@ -149,15 +127,9 @@ cc_status_t cc_reduce(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_
                       cc_dtype_t dtype, cc_redop_t redop, int root, const cc_op_opts_t *opts,
                       cc_work_t **work)
 {
-    static const char fn[] = "cc_reduce";
     size_t bytes;
-    CC_CHECK(check_common(comm, opts, count, dtype, 1, &bytes, fn));
-    CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
-    CC_CHECK(cc__v_rank(comm, root, "root", fn));
+    CC_CHECK(cc__validate_reduce(comm, sendbuf, recvbuf, count, dtype, redop, root, opts, &bytes));
     int me = comm->rank == root;
-    CC_CHECK(cc__v_buf(sendbuf, count, "sendbuf", fn));
-    if (me) CC_CHECK(cc__v_buf(recvbuf, count, "recvbuf (on the root)", fn));
-    if (me) CC_CHECK(cc__v_overlap(sendbuf, bytes, recvbuf, bytes, 1, fn));
     cc__op_t op;
     describe(&op, comm, CC_OP_REDUCE, dtype, redop, opts);
     op.info.root = root;
@@ -173,16 +145,10 @@ cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbu
                               cc_dtype_t dtype, cc_redop_t redop, const cc_op_opts_t *opts,
                               cc_work_t **work)
 {
-    static const char fn[] = "cc_reduce_scatter";
     size_t bytes;
-    CC_CHECK(check_common(comm, opts, recvcount, dtype, (size_t)cc_comm_size(comm), &bytes, fn));
-    CC_CHECK(cc__v_redop(dtype, redop, opts, fn));
+    CC_CHECK(
+        cc__validate_reduce_scatter(comm, sendbuf, recvbuf, recvcount, dtype, redop, opts, &bytes));
     size_t n = (size_t)comm->size;
-    CC_CHECK(cc__v_buf(sendbuf, recvcount, "sendbuf", fn));
-    CC_CHECK(cc__v_buf(recvbuf, recvcount, "recvbuf", fn));
-    /* NCCL's in-place rule: recvbuf is this rank's own block of sendbuf. */
-    const char *mine = sendbuf ? (const char *)sendbuf + (size_t)comm->rank * bytes : NULL;
-    CC_CHECK(cc__v_inplace(recvbuf, bytes, sendbuf, n * bytes, mine, fn));
     cc__op_t op;
     describe(&op, comm, CC_OP_REDUCE_SCATTER, dtype, redop, opts);
     op.info.in_count = n * recvcount;
@@ -196,17 +162,7 @@ cc_status_t cc_reduce_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbu
 cc_status_t cc_monitored_barrier(cc_comm_t *comm, int64_t timeout_ms, int *missing, int max_missing,
                                  int *nmissing, const cc_op_opts_t *opts, cc_work_t **work)
 {
-    static const char fn[] = "cc_monitored_barrier";
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
-    if (timeout_ms <= 0 || timeout_ms > (int64_t)1e12 || max_missing < 0 ||
-        (max_missing > 0 && !missing)) {
-        cc_log_error(CC_SUBSYS_CORE,
-                     "%s: timeout_ms %lld must be in (0, 1e12] and max_missing "
-                     "%d >= 0 with a missing array (%p)",
-                     fn, (long long)timeout_ms, max_missing, (void *)missing);
-        return CC_ERR_INVALID_ARG;
-    }
+    CC_CHECK(cc__validate_monitored_barrier(comm, timeout_ms, missing, max_missing, opts));
     /* The outputs are written by the engine when the op ends: the block carries them there. */
     cc__mbarrier_args_t *a = malloc(sizeof(*a));
     if (!a) return CC_ERR_NO_MEMORY;

@@ -30,21 +30,6 @@ cc_status_t cc__api_issue(cc__op_t *op, const cc_op_opts_t *opts, cc_work_t **wo
 /* Release callback that frees op->owned. */
 void cc__api_free_owned(cc__op_t *op, cc_status_t status);
 
-/*
- * Checks of per-rank arrays (coll_api_check.c); each logs the function, the
- * argument and the value. cc__v_counts: counts non-NULL, each count and the
- * total addressable in bytes, each displs[r] + counts[r] too (displs may be
- * NULL: packed); *total = sum, *extent = end of the last block (elements).
- */
-cc_status_t cc__v_counts(int n, const size_t *counts, const size_t *displs, cc_dtype_t dt,
-                         const char *what, const char *fn, size_t *total, size_t *extent);
-/* Non-empty blocks (displs NULL: packed) do not overlap one another. */
-cc_status_t cc__v_disjoint(int n, const size_t *counts, const size_t *displs, const char *what,
-                           const char *fn);
-/* send is exactly `inplace` (pass NULL where in place has no meaning), or does not overlap recv. */
-cc_status_t cc__v_inplace(const void *send, size_t sbytes, const void *recv, size_t rbytes,
-                          const void *inplace, const char *fn);
-
 /* Group (group.c): 1 while this thread has a group open; hold a p2p op in it. */
 int cc__group_active(void);
 cc_status_t cc__group_hold(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t **work);

@@ -11,7 +11,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
-#include "core/validate.h"
+#include "core/door_validate.h"
 
 #define ALIGN16(x) (((x) + 15u) & ~(size_t)15u)
 
@@ -128,38 +128,18 @@ static cc_status_t issue(cc_comm_t *comm, cc_op_type_t type, const void *buf, si
     return cc__api_issue(&op, opts, work);
 }
 
-static cc_status_t check(cc_comm_t *comm, const cc_op_opts_t *opts, const void *buf, size_t len,
-                         int sends, cc_bytes_t **out, int receives, const char *fn)
-{
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_opts(opts, fn));
-    if (sends && len > (size_t)INT64_MAX) {
-        cc_log_error(CC_SUBSYS_CORE, "%s: len %zu is too large", fn, len);
-        return CC_ERR_INVALID_ARG;
-    }
-    if (sends) CC_CHECK(cc__v_buf(buf, len, "buf", fn));
-    if (receives && !out) {
-        cc_log_error(CC_SUBSYS_CORE, "%s: out is NULL (it receives the result)", fn);
-        return CC_ERR_INVALID_ARG;
-    }
-    return CC_OK;
-}
-
 cc_status_t cc_allgather_bytes(cc_comm_t *comm, const void *buf, size_t len,
                                const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work)
 {
-    CC_CHECK(check(comm, opts, buf, len, 1, out, 1, "cc_allgather_bytes"));
+    CC_CHECK(cc__validate_allgather_bytes(comm, buf, len, opts, out));
     return issue(comm, CC_OP_ALLGATHER_BYTES, buf, len, -1, -1, out, NULL, NULL, opts, work);
 }
 
 cc_status_t cc_broadcast_bytes(cc_comm_t *comm, const void *buf, size_t len, int root,
                                const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work)
 {
-    static const char fn[] = "cc_broadcast_bytes";
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_rank(comm, root, "root", fn));
+    CC_CHECK(cc__validate_broadcast_bytes(comm, buf, len, root, opts, out));
     int me = comm->rank == root; /* buf and len mean something on the root only */
-    CC_CHECK(check(comm, opts, buf, len, me, out, 1, fn));
     return issue(comm, CC_OP_BROADCAST_BYTES, me ? buf : NULL, me ? len : 0, root, -1, out, NULL,
                  NULL, opts, work);
 }
@@ -167,31 +147,16 @@ cc_status_t cc_broadcast_bytes(cc_comm_t *comm, const void *buf, size_t len, int
 cc_status_t cc_gather_bytes(cc_comm_t *comm, const void *buf, size_t len, int root,
                             const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work)
 {
-    static const char fn[] = "cc_gather_bytes";
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_rank(comm, root, "root", fn));
-    CC_CHECK(check(comm, opts, buf, len, 1, out, comm->rank == root, fn));
+    CC_CHECK(cc__validate_gather_bytes(comm, buf, len, root, opts, out));
     return issue(comm, CC_OP_GATHER_BYTES, buf, len, root, -1, out, NULL, NULL, opts, work);
 }
 
 cc_status_t cc_scatter_bytes(cc_comm_t *comm, const void *const *bufs, const size_t *lens, int root,
                              const cc_op_opts_t *opts, cc_bytes_t **out, cc_work_t **work)
 {
-    static const char fn[] = "cc_scatter_bytes";
-    CC_CHECK(cc__v_comm(comm, fn));
-    CC_CHECK(cc__v_rank(comm, root, "root", fn));
-    CC_CHECK(check(comm, opts, NULL, 0, 0, out, 1, fn));
+    size_t total;
+    CC_CHECK(cc__validate_scatter_bytes(comm, bufs, lens, root, opts, out, &total));
     int me = comm->rank == root;
-    size_t total = 0, extent;
-    if (me) {
-        if (!bufs) {
-            cc_log_error(CC_SUBSYS_CORE, "%s: bufs is NULL on the root", fn);
-            return CC_ERR_INVALID_ARG;
-        }
-        CC_CHECK(cc__v_counts(comm->size, lens, NULL, CC_UINT8, "lens", fn, &total, &extent));
-        for (int r = 0; r < comm->size; r++)
-            if (!bufs[r] && lens[r]) return cc__v_buf(bufs[r], lens[r], "a blob of bufs", fn);
-    }
     return issue(comm, CC_OP_SCATTER_BYTES, NULL, total, root, -1, out, me ? bufs : NULL,
                  me ? lens : NULL, opts, work);
 }
@@ -199,17 +164,13 @@ cc_status_t cc_scatter_bytes(cc_comm_t *comm, const void *const *bufs, const siz
 cc_status_t cc_send_bytes(cc_comm_t *comm, const void *buf, size_t len, int peer,
                           const cc_op_opts_t *opts, cc_work_t **work)
 {
-    static const char fn[] = "cc_send_bytes";
-    CC_CHECK(check(comm, opts, buf, len, 1, NULL, 0, fn));
-    CC_CHECK(cc__v_rank(comm, peer, "peer", fn));
+    CC_CHECK(cc__validate_send_bytes(comm, buf, len, peer, opts));
     return issue(comm, CC_OP_SEND_BYTES, buf, len, -1, peer, NULL, NULL, NULL, opts, work);
 }
 
 cc_status_t cc_recv_bytes(cc_comm_t *comm, int peer, const cc_op_opts_t *opts, cc_bytes_t **out,
                           cc_work_t **work)
 {
-    static const char fn[] = "cc_recv_bytes";
-    CC_CHECK(check(comm, opts, NULL, 0, 0, out, 1, fn));
-    CC_CHECK(cc__v_rank(comm, peer, "peer", fn));
+    CC_CHECK(cc__validate_recv_bytes(comm, peer, opts, out));
     return issue(comm, CC_OP_RECV_BYTES, NULL, 0, -1, peer, out, NULL, NULL, opts, work);
 }

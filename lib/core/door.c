@@ -1,8 +1,10 @@
 /*
  * door.c - the one door every operation passes.
  *
- *   validate (callers, see coll_api.c) -> identity -> PRE chain -> engine
- *   -> START chain (cc__op_started) -> POST chain (cc__op_finished)
+ *   validate (door_validate.c: each coll_api*.c entry point runs its
+ *   cc__validate_<call> on the raw arguments, then builds the op)
+ *   -> identity -> PRE chain -> engine -> START chain (cc__op_started)
+ *   -> POST chain (cc__op_finished)
  *
  * Lifecycle events (init, split, destroy, abort) pass the same chains with
  * an action in place of the engine. Nothing here locks, allocates, makes a
@@ -274,4 +276,9 @@ cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns)
         struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
         syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
     }
+}
+
+cc_status_t cc__op_wait_engine(cc__op_t *op)
+{
+    return cc__op_wait_done(op, cc__ns_add_sat(op->deadline_ns, CC__ENGINE_GRACE_NS));
 }

@@ -1,10 +1,10 @@
 /*
  * work.c - work handles of asynchronous ops: test, wait, free.
  *
- * cc_work_wait(-1) waits for the op's own deadline plus a grace period: the
- * engine enforces deadlines itself, so passing the grace means the engine
- * is stuck, and the communicator is failed with CC_ERR_TIMEOUT rather than
- * leaving the caller blocked forever.
+ * cc_work_wait(-1) waits for the op's own deadline plus the engine grace
+ * (CC__ENGINE_GRACE_NS, engine/op.h): the engine enforces deadlines itself,
+ * so passing the grace means the engine is stuck, and the communicator is
+ * failed with CC_ERR_TIMEOUT rather than leaving the caller blocked forever.
  */
 #include <stdlib.h>
 
@@ -15,7 +15,6 @@
 #include "core/work.h"
 
 #define CC__WORK_MAGIC 0x63637772u /* "ccwr" */
-#define CC__WAIT_GRACE_NS (5ull * 1000000000ull)
 
 struct cc_work {
     uint32_t magic;
@@ -82,12 +81,12 @@ cc_status_t cc_work_wait(cc_work_t *work, int64_t timeout_ms)
     cc__op_t *op = &work->op;
     if (atomic_load_explicit(&op->done, memory_order_acquire) == 1) return op->info.status;
     cc__hooks_run_op(CC__HOOK_WAIT, &op->comm->hooks, &op->info);
-    uint64_t deadline = timeout_ms < 0 ? cc__ns_add_sat(op->deadline_ns, CC__WAIT_GRACE_NS)
-                                       : cc__deadline_after_ms(timeout_ms);
-    if (cc__op_wait_done(op, deadline) == CC_OK) return op->info.status;
+    cc_status_t st = timeout_ms < 0 ? cc__op_wait_engine(op)
+                                    : cc__op_wait_done(op, cc__deadline_after_ms(timeout_ms));
+    if (st == CC_OK) return op->info.status;
     if (timeout_ms >= 0) return CC_ERR_TIMEOUT; /* the caller's wait ended, the op goes on */
     cc__comm_fail(op->comm, CC_ERR_TIMEOUT, op, "op passed its deadline and the engine did not end it");
-    if (cc__op_wait_done(op, cc__now_ns() + CC__WAIT_GRACE_NS) == CC_OK) return op->info.status;
+    if (cc__op_wait_done(op, cc__now_ns() + CC__ENGINE_GRACE_NS) == CC_OK) return op->info.status;
     return CC_ERR_TIMEOUT;
 }
 

@@ -89,4 +89,15 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns);
 /* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
 cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);
 
+/*
+ * The grace past an op's deadline for a waiter that leaves the ending to the
+ * engine (cc_work_wait(-1); a blocking op queued behind async ones on the
+ * native worker). Engines end every op by its deadline themselves, so
+ * passing the grace means the engine is stuck: the one timer for both.
+ */
+#define CC__ENGINE_GRACE_NS (10ull * 1000000000ull)
+
+/* cc__op_wait_done until op->deadline_ns + CC__ENGINE_GRACE_NS (saturating). */
+cc_status_t cc__op_wait_engine(cc__op_t *op);
+
 #endif /* CC_ENGINE_OP_H */

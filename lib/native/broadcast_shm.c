@@ -48,4 +48,14 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return CC_OK;
 }
 
-CC__SHM_ENTRIES(broadcast, flat, cma)
+/* The table's two rows (select.c); cc__shm_run runs the other body, or the transport's
+ * algorithm, when the one asked for cannot run (select_shm.c). */
+cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op)
+{
+    return cc__shm_run(nc, op, 0, flat, cma);
+}
+
+cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op)
+{
+    return cc__shm_run(nc, op, 1, flat, cma);
+}

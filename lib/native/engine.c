@@ -149,7 +149,7 @@ static cc_status_t native_submit(void *state, cc__op_t *op)
     if (st != CC_OK || op->work) return st;
     /* A blocking op behind async ones: the worker runs it, in order. The
      * engine ends it by its deadline; the grace only guards against a bug. */
-    if (cc__op_wait_done(op, cc__ns_add_sat(op->deadline_ns, 10000000000ull)) != CC_OK) {
+    if (cc__op_wait_engine(op) != CC_OK) {
         cc_log_error(CC_SUBSYS_COLL, "%s (op %llu) passed its deadline on the progress thread",
                      cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id);
         return CC_ERR_TIMEOUT;

@@ -7,7 +7,8 @@
  * a per-communicator worker thread, started on first use.
  *
  * An algorithm is one function, `cc__<collective>_<algorithm>`, in a file
- * of the same name; select.c holds the table that picks one per op. An
+ * of the same name; select.c holds the table that picks one per op, run.c
+ * runs the one picked. An
  * algorithm reads its arguments from the op (info, counts, extra), never
  * calls cc__op_started/finished (cc__native_run does), and may post many
  * requests from the engine's pool (cc__native_reqs): when it returns an
@@ -74,7 +75,19 @@ typedef struct cc__native {
 /* An algorithm runs one op to completion; returns its status. */
 typedef cc_status_t (*cc__algo_fn)(cc__native_t *nc, cc__op_t *op);
 
-/* Pick and run the algorithm for op (started transition included). */
+/*
+ * The choice (select.c): the algorithm the table gives op on nc, a forced
+ * name (cc__native_force, then CCOMM_ALGO_<COLL>) before the rows'
+ * conditions. *algo = its row's name (static). NULL with *st set, logged,
+ * when none can run: a forced name that is no row (CC_ERR_INVALID_ARG), a
+ * forced row whose transports exclude nc's, or no row at all
+ * (CC_ERR_NOT_SUPPORTED). Runs nothing.
+ */
+cc__algo_fn cc__native_choose(const cc__native_t *nc, const cc__op_t *op, const char **algo,
+                              cc_status_t *st);
+
+/* The running (run.c): choose, START transition, desync check, PREMUL_SUM scaling,
+ * the algorithm, withdrawal of what a failed one left posted. */
 cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op);
 
 /*

@@ -3,6 +3,7 @@
  * (collective, algorithm), tried in order; the first row whose conditions
  * hold runs. CCOMM_ALGO_<COLL> (or, in tests, cc__native_force) names a row
  * instead, skipping the conditions but not the transports it can run on.
+ * This file only chooses (cc__native_choose); run.c runs what was chosen.
  *
  * Adding an algorithm is one row, and its name in CC__CHOICES_ALGO_<COLL>
  * (base/config_table.h: base cannot see this table, and test_config_typed
@@ -267,48 +268,10 @@ static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc
     return NULL;
 }
 
-/* Reductions take PREMUL_SUM's factor on a scaled copy of the input. */
-static int scales_input(const cc__op_t *op)
+cc__algo_fn cc__native_choose(const cc__native_t *nc, const cc__op_t *op, const char **algo,
+                              cc_status_t *st)
 {
-    cc_op_type_t t = op->info.type;
-    return op->info.redop == CC_PREMUL_SUM && op->info.in_count &&
-           (t == CC_OP_ALLREDUCE || t == CC_OP_REDUCE || t == CC_OP_REDUCE_SCATTER ||
-            t == CC_OP_REDUCE_SCATTERV);
-}
-
-static cc_status_t run_algo(cc__native_t *nc, cc__op_t *op, cc__algo_fn fn)
-{
-    const void *input = op->info.sendbuf;
-    if (scales_input(op)) {
-        size_t len = op->info.in_count * cc_dtype_size(op->info.dtype);
-        void *s = cc__native_buf(nc, &nc->premul, &nc->premul_len, len);
-        if (!s) return CC_ERR_NO_MEMORY;
-        cc__kernel_scale(op->info.dtype, s, input, op->info.in_count, op->premul_scalar);
-        op->info.sendbuf = s;
-    }
-    cc_status_t st = fn(nc, op);
-    op->info.sendbuf = input;
-    /* Whatever a failed algorithm left posted is withdrawn before its buffers go away. */
-    if (st != CC_OK) cc__native_settle(nc, st);
-    return st;
-}
-
-cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
-{
-    cc_status_t st;
-    const cc__algo_row_t *a = pick(nc, sub, &st);
-    return a ? run_algo(nc, sub, a->fn) : st;
-}
-
-cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
-{
-    cc_status_t st;
-    const cc__algo_row_t *a = pick(nc, op, &st);
-    if (!a) return st;
-    op->info.algorithm = a->name;
-    op->info.transport =
-        op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
-    cc__op_started(op);
-    if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
-    return run_algo(nc, op, a->fn);
+    const cc__algo_row_t *r = pick(nc, op, st);
+    *algo = r ? r->name : NULL;
+    return r ? r->fn : NULL;
 }

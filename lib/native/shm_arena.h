@@ -226,17 +226,6 @@ typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op
 cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
                         cc__shm_body cma);
 
-/* The two entries of a collective, cc__<coll>_shm_flat and cc__<coll>_shm_cma. */
-#define CC__SHM_ENTRIES(coll, flat, cma)                                                           \
-    cc_status_t cc__##coll##_shm_flat(cc__native_t *nc, cc__op_t *op)                              \
-    {                                                                                              \
-        return cc__shm_run(nc, op, 0, flat, cma);                                                  \
-    }                                                                                              \
-    cc_status_t cc__##coll##_shm_cma(cc__native_t *nc, cc__op_t *op)                               \
-    {                                                                                              \
-        return cc__shm_run(nc, op, 1, flat, cma);                                                  \
-    }
-
 /* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
  * buffers in place (large). */
 cc_status_t cc__allreduce_shm_flat(cc__native_t *nc, cc__op_t *op);

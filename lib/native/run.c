@@ -1,0 +1,56 @@
+/*
+ * run.c - how the native engine runs an op once select.c has chosen its
+ * algorithm: the START transition, the desync check, PREMUL_SUM's scaled
+ * input, the algorithm, and the withdrawal of whatever a failed algorithm
+ * left posted. engine.c calls cc__native_run for each op it takes;
+ * algorithms that build sub-ops call cc__native_run_sub.
+ */
+#include "base/config.h"
+#include "base/log.h"
+#include "native/native.h"
+
+/* Reductions take PREMUL_SUM's factor on a scaled copy of the input. */
+static int scales_input(const cc__op_t *op)
+{
+    cc_op_type_t t = op->info.type;
+    return op->info.redop == CC_PREMUL_SUM && op->info.in_count &&
+           (t == CC_OP_ALLREDUCE || t == CC_OP_REDUCE || t == CC_OP_REDUCE_SCATTER ||
+            t == CC_OP_REDUCE_SCATTERV);
+}
+
+static cc_status_t run_algo(cc__native_t *nc, cc__op_t *op, cc__algo_fn fn)
+{
+    const void *input = op->info.sendbuf;
+    if (scales_input(op)) {
+        size_t len = op->info.in_count * cc_dtype_size(op->info.dtype);
+        void *s = cc__native_buf(nc, &nc->premul, &nc->premul_len, len);
+        if (!s) return CC_ERR_NO_MEMORY;
+        cc__kernel_scale(op->info.dtype, s, input, op->info.in_count, op->premul_scalar);
+        op->info.sendbuf = s;
+    }
+    cc_status_t st = fn(nc, op);
+    op->info.sendbuf = input;
+    /* Whatever a failed algorithm left posted is withdrawn before its buffers go away. */
+    if (st != CC_OK) cc__native_settle(nc, st);
+    return st;
+}
+
+cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
+{
+    const char *algo;
+    cc_status_t st;
+    cc__algo_fn fn = cc__native_choose(nc, sub, &algo, &st);
+    return fn ? run_algo(nc, sub, fn) : st;
+}
+
+cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
+{
+    cc_status_t st;
+    cc__algo_fn fn = cc__native_choose(nc, op, &op->info.algorithm, &st);
+    if (!fn) return st;
+    op->info.transport =
+        op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
+    cc__op_started(op);
+    if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
+    return run_algo(nc, op, fn);
+}
