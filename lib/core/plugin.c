@@ -216,7 +216,8 @@ static cc_status_t load_plugin(void)
     }
     const cc_plugin_t *p = init(&g_core);
     if (!p || !p->engine) {
-        cc_log_error(CC_SUBSYS_CUDA, "CUDA plugin %s refused this core (build %s); see the "
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "CUDA plugin %s refused this core (build %s); see the "
                      "message above",
                      name, CC_BUILD_ID);
         dlclose(h);

@@ -26,7 +26,10 @@ cc_status_t cc__shim_init(const cc_core_t *core)
         fprintf(stderr,
                 "ccomm: plugin of build %s refuses libccomm of build %s: plugins are "
                 "built with the core; rebuild both from the same tree\n",
-                CC_BUILD_ID, !core ? "(no core)" : core->build_id ? core->build_id : "(none)");
+                CC_BUILD_ID,
+                !core            ? "(no core)"
+                : core->build_id ? core->build_id
+                                 : "(none)");
         return CC_ERR_NOT_SUPPORTED;
     }
     cc__log_level = core->log_level();

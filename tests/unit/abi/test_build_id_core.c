@@ -35,8 +35,9 @@ static int load_case(const char *path, cc_status_t want, const char *must_say)
     char *said = capture_end(tmp, saved);
     int ok = st == want && (!must_say || strstr(said, must_say));
     if (want == CC_OK) ok = ok && e && !strcmp(e->name, "fake");
-    if (!ok) fprintf(stderr, "load of %s gave %s, want %s; log: %s\n", path,
-                     cc_status_name(st), cc_status_name(want), said);
+    if (!ok)
+        fprintf(stderr, "load of %s gave %s, want %s; log: %s\n", path, cc_status_name(st),
+                cc_status_name(want), said);
     free(said);
     return ok ? 0 : 1;
 }

@@ -44,7 +44,7 @@ static void test_other_build_refused(void **state)
     assert_int_equal(init_with("0.0.0-0123456789abcdef", &said), CC_ERR_NOT_SUPPORTED);
     assert_null(cc__core);
     assert_non_null(strstr(said, "0.0.0-0123456789abcdef")); /* the core's id */
-    assert_non_null(strstr(said, CC_BUILD_ID));               /* and ours */
+    assert_non_null(strstr(said, CC_BUILD_ID));              /* and ours */
     free(said);
 }
 
