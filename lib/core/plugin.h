@@ -51,6 +51,7 @@ typedef struct cc_plugin_comm {
 } cc_plugin_comm_t;
 
 typedef struct cc_core {
+    /* First, in every build to come: it is read before anything else is trusted. */
     const char *build_id; /* CC_BUILD_ID of the core's build */
 
     /* Op transitions (see op.h); t_ns 0 = now. */
@@ -115,7 +116,7 @@ typedef struct cc_core {
 #define CC_PLUGIN_INIT "cc_plugin_init"
 
 typedef struct cc_plugin {
-    const char *build_id; /* CC_BUILD_ID of the plugin's build */
+    const char *build_id; /* CC_BUILD_ID of the plugin's build; first, as in cc_core_t */
     const char *name;     /* "cuda" */
     /*
      * The engine for a communicator asking for `want` ("auto", "nccl",
