@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "base/clock.h"
-#include "mp.h"
+#include "net_mp.h"
 #include "transport/net.h"
 
 #define MAX_REPS 15

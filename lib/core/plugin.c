@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "base/build_id.h"
 #include "base/config.h"
 #include "core/door.h"
 #include "base/log.h"
@@ -24,7 +25,7 @@
 #include "core/services.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static const cc_plugin_v1_t *g_plugin; /* set once loaded; the handle stays open */
+static const cc_plugin_t *g_plugin; /* set once loaded; the handle stays open */
 
 /* ---- services ---------------------------------------------------------- */
 
@@ -142,10 +143,8 @@ static uint32_t svc_log_mask(void)
     return cc__log_mask;
 }
 
-static const cc_core_v1_t g_core_v1 = {
-    .version = CC_CORE_VERSION_1,
-    .op_size = sizeof(cc__op_t),
-    .config_size = sizeof(struct cc__config),
+static const cc_core_t g_core = {
+    .build_id = CC_BUILD_ID,
     .op_started = svc_op_started,
     .op_finished = svc_op_finished,
     .op_prepare = cc__op_prepare,
@@ -168,9 +167,9 @@ static const cc_core_v1_t g_core_v1 = {
     .recorder_gpu = cc__recorder_gpu,
 };
 
-const void *cc_plugin_core_get(unsigned version)
+const cc_core_t *cc_plugin_core_get(void)
 {
-    return version == CC_CORE_VERSION_1 ? &g_core_v1 : NULL;
+    return &g_core;
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -207,19 +206,30 @@ static cc_status_t load_plugin(void)
                      err);
         return CC_ERR_NOT_SUPPORTED;
     }
-    cc_plugin_init_v1_fn init = (cc_plugin_init_v1_fn)dlsym(h, CC_PLUGIN_INIT_V1);
+    cc_plugin_init_fn init = (cc_plugin_init_fn)dlsym(h, CC_PLUGIN_INIT);
     if (!init) {
-        cc_log_error(CC_SUBSYS_CUDA, "CUDA plugin %s has no %s: not a ccomm plugin", name,
-                     CC_PLUGIN_INIT_V1);
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "CUDA plugin %s has no %s: not a ccomm plugin of this build (core "
+                     "build %s)",
+                     name, CC_PLUGIN_INIT, CC_BUILD_ID);
         dlclose(h);
         return CC_ERR_NOT_SUPPORTED;
     }
-    const cc_plugin_v1_t *p = init(&g_core_v1);
-    if (!p || p->version != CC_PLUGIN_VERSION_1 || !p->engine) {
+    const cc_plugin_t *p = init(&g_core);
+    if (!p || !p->engine) {
         cc_log_error(CC_SUBSYS_CUDA,
-                     "CUDA plugin %s refused this core or has another version "
-                     "(%u, want %u); see the log above",
-                     name, p ? p->version : 0, CC_PLUGIN_VERSION_1);
+                     "CUDA plugin %s refused this core (build %s); see the "
+                     "message above",
+                     name, CC_BUILD_ID);
+        dlclose(h);
+        return CC_ERR_NOT_SUPPORTED;
+    }
+    /* A plugin that checks nothing is no excuse: the core checks too. */
+    if (!p->build_id || strcmp(p->build_id, CC_BUILD_ID)) {
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "CUDA plugin %s is of build %s, this core of build %s: plugins are "
+                     "built with the core, rebuild it from the same tree",
+                     name, p->build_id ? p->build_id : "(none)", CC_BUILD_ID);
         dlclose(h);
         return CC_ERR_NOT_SUPPORTED;
     }

@@ -1,20 +1,22 @@
 /*
- * plugin.h - the core's side of its plugins: the versioned table of core
- * services a plugin receives, and the table a plugin hands back.
+ * plugin.h - the core's side of its plugins: the table of core services a
+ * plugin receives, and the table a plugin hands back.
  *
  * A plugin is a shared object built from this tree that never links
  * libccomm: libccomm-cuda.so is dlopen'ed by the core (CCOMM_CUDA_PLUGIN)
  * when a communicator's device is a CUDA device, and reaches the core only
- * through the cc_core_v1_t it is given. (Linking libccomm would load a
+ * through the cc_core_t it is given. (Linking libccomm would load a
  * second copy of the core into programs that link the static library.)
  * libccomm-nccl.so, the NCCL interposer, does link libccomm.so (it must
  * share the core with the program's own ccomm calls) and fetches the same
  * table with cc_plugin_core_get().
  *
- * The tables are versioned like the engine table: a published version never
- * changes; new needs get a v2. A plugin refuses a core whose op_size or
- * config_size differs from the ones it was built with: it reads cc__op_t
- * and struct cc__config directly.
+ * This is not a stable ABI, and does not pretend to be one: plugins are
+ * built with the core, from the same tree. They read the core's internal
+ * structs (cc__op_t, struct cc__config, the comm) directly, so each side
+ * carries the build id of its headers and compiler (CC_BUILD_ID, written
+ * by cmake/build_id.cmake) and refuses the other's if it differs, naming
+ * both ids. A plugin for another build is rebuilt, never adapted.
  */
 #ifndef CC_CORE_PLUGIN_H
 #define CC_CORE_PLUGIN_H
@@ -26,10 +28,13 @@
 #include "engine/engine.h"
 #include "engine/op.h"
 
+/* The one export of libccomm not declared in include/ccomm: the NCCL
+ * interposer links libccomm.so and fetches the core's table through it
+ * (tests/unit/abi/test_exports.py knows it by this mark). */
+#define CC_PLUGIN_API CC_API
+
 struct cc__config;
 struct cc__world;
-
-#define CC_CORE_VERSION_1 1u
 
 /* What a plugin may know of a communicator (filled by comm_info). */
 typedef struct cc_plugin_comm {
@@ -45,11 +50,9 @@ typedef struct cc_plugin_comm {
     void *engine_arg;       /* from the split hook or comm_create_external; NULL otherwise */
 } cc_plugin_comm_t;
 
-typedef struct cc_core_v1 {
-    uint32_t version;     /* CC_CORE_VERSION_1 */
-    uint32_t op_size;     /* sizeof(cc__op_t) of the core */
-    uint32_t config_size; /* sizeof(struct cc__config) of the core */
-    uint32_t reserved;
+typedef struct cc_core {
+    /* First, in every build to come: it is read before anything else is trusted. */
+    const char *build_id; /* CC_BUILD_ID of the core's build */
 
     /* Op transitions (see op.h); t_ns 0 = now. */
     void (*op_started)(cc__op_t *op, uint64_t t_ns);
@@ -107,28 +110,28 @@ typedef struct cc_core_v1 {
      */
     void (*recorder_gpu)(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
                          const char *detail);
-} cc_core_v1_t;
+} cc_core_t;
 
-/* What a dlopen'ed plugin hands back. */
-#define CC_PLUGIN_VERSION_1 1u
-#define CC_PLUGIN_INIT_V1   "cc_plugin_init_v1"
+/* What a dlopen'ed plugin hands back, from its entry point CC_PLUGIN_INIT. */
+#define CC_PLUGIN_INIT "cc_plugin_init"
 
-typedef struct cc_plugin_v1 {
-    uint32_t version; /* CC_PLUGIN_VERSION_1 */
-    const char *name; /* "cuda" */
+typedef struct cc_plugin {
+    const char *build_id; /* CC_BUILD_ID of the plugin's build; first, as in cc_core_t */
+    const char *name;     /* "cuda" */
     /*
      * The engine for a communicator asking for `want` ("auto", "nccl",
      * "native") on CUDA device `device`. CC_ERR_NOT_SUPPORTED (logged with
      * the cause) when this machine cannot give it.
      */
     cc_status_t (*engine)(const char *want, int device, const cc_engine_v1_t **out);
-} cc_plugin_v1_t;
+} cc_plugin_t;
 
-typedef const cc_plugin_v1_t *(*cc_plugin_init_v1_fn)(const cc_core_v1_t *core);
+/* NULL when the plugin refuses the core (it said why on stderr). */
+typedef const cc_plugin_t *(*cc_plugin_init_fn)(const cc_core_t *core);
 
-/* The core's services, for plugins that link libccomm (the NCCL interposer).
- * NULL for a version this core does not have. Any thread. */
-CC_API const void *cc_plugin_core_get(unsigned version);
+/* The core's services, for plugins that link libccomm (the NCCL interposer),
+ * which check its build_id as the dlopen'ed plugin does. Any thread. */
+CC_PLUGIN_API const cc_core_t *cc_plugin_core_get(void);
 
 /* Core internal: the engine of a device communicator, from the CUDA plugin
  * (loaded on first use). CC_ERR_NOT_SUPPORTED, logged, when it cannot load. */

@@ -177,42 +177,68 @@ static void pick_key(cc__world_t *w, int port, int size)
     }
 }
 
-cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
-                           cc__world_t **out)
+static void world_free(cc__world_t *w)
 {
-    const struct cc__config *cfg = cc__cfg();
+    cc__store_close(w->store);
+    cc__store_server_stop(w->server);
+    free(w);
+}
+
+/*
+ * What joining and attaching share: a world of (rank, size) at store_addr
+ * with its job key, the store hosted here when may_host and it is ours to
+ * host, and connected. port0_ok: the caller allows port 0 (a job of one
+ * rank with a private store).
+ */
+static cc_status_t world_open(int rank, int size, const char *store_addr, int may_host,
+                              int port0_ok, cc__world_t **out)
+{
     cc__world_t *w = calloc(1, sizeof(*w));
     if (!w) return CC_ERR_NO_MEMORY;
     atomic_init(&w->refs, 1);
     w->world_rank = rank;
     w->world_size = size;
     snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
-    char prefix[32];
     cc_status_t st = CC_OK;
     char host[256];
     int port = 0;
     CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
     pick_key(w, port, size);
-    if (port == 0 && !(may_host && size == 1)) {
+    if (port == 0 && !port0_ok) {
         cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
                      "may use", store_addr);
         st = CC_ERR_INVALID_ARG;
         goto fail;
     }
     if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
-    /* Once per job: rank 0 says it, unless its own store just did. */
-    if (!w->job_key[0] && rank == 0 && !w->server)
-        cc_log_warn(CC_SUBSYS_INIT,
-                    "CCOMM_JOB_KEY is not set: the store at %s accepts any "
-                    "client (ccrun sets a key; set one yourself under other launchers)",
-                    store_addr);
-    st = cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000, &w->store);
+    st = cc__store_connect(w->store_addr, w->job_key, cc__cfg()->connect_timeout * 1000,
+                           &w->store);
     if (st != CC_OK && may_host && !w->server) {
         cc_log_error(CC_SUBSYS_INIT, "port of %s is in use by something that is not a ccomm store "
                      "(%s); choose another port", store_addr, cc_status_name(st));
         st = CC_ERR_BUSY;
     }
     if (st != CC_OK) goto fail;
+    *out = w;
+    return CC_OK;
+fail:
+    world_free(w);
+    return st;
+}
+
+cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_host,
+                           cc__world_t **out)
+{
+    cc__world_t *w = NULL;
+    CC_CHECK(world_open(rank, size, store_addr, may_host, may_host && size == 1, &w));
+    char prefix[32];
+    cc_status_t st = CC_OK;
+    /* Once per job: rank 0 says it, unless its own store just did. */
+    if (!w->job_key[0] && rank == 0 && !w->server)
+        cc_log_warn(CC_SUBSYS_INIT,
+                    "CCOMM_JOB_KEY is not set: the store at %s accepts any "
+                    "client (ccrun sets a key; set one yourself under other launchers)",
+                    store_addr);
     /* Init, destroy, init in one job needs fresh keys. The store numbers the arrivals: a
      * world's ranks all arrive before any of them can start the next world, so arrival k
      * belongs to generation (k - 1) / size. This holds for ranks that are threads too. */
@@ -228,9 +254,7 @@ cc_status_t cc__world_join(int rank, int size, const char *store_addr, int may_h
     *out = w;
     return CC_OK;
 fail:
-    cc__store_close(w->store);
-    cc__store_server_stop(w->server);
-    free(w);
+    world_free(w);
     return st;
 }
 
@@ -292,37 +316,16 @@ static cc_status_t attach_job_id(cc__world_t *w)
 cc_status_t cc__world_attach(int rank, int size, const char *store_addr, int may_host,
                              cc__world_t **out)
 {
-    const struct cc__config *cfg = cc__cfg();
-    cc__world_t *w = calloc(1, sizeof(*w));
-    if (!w) return CC_ERR_NO_MEMORY;
-    atomic_init(&w->refs, 1);
-    w->world_rank = rank;
-    w->world_size = size;
-    snprintf(w->store_addr, sizeof(w->store_addr), "%s", store_addr);
-    cc_status_t st = CC_OK;
-    char host[256];
-    int port = 0;
-    CC_CHECK_GOTO(split_addr(store_addr, host, sizeof(host), &port), st, fail);
-    if (port == 0 && size != 1) {
-        cc_log_error(CC_SUBSYS_INIT, "store address %s has port 0, which only a job of one rank "
-                     "may use", store_addr);
-        st = CC_ERR_INVALID_ARG;
-        goto fail;
+    cc__world_t *w = NULL;
+    CC_CHECK(world_open(rank, size, store_addr, may_host, size == 1, &w));
+    cc_status_t st = attach_job_id(w);
+    if (st != CC_OK) {
+        world_free(w);
+        return st;
     }
-    pick_key(w, port, size);
-    if (may_host) CC_CHECK_GOTO(maybe_host(w, store_addr, w->job_key), st, fail);
-    CC_CHECK_GOTO(cc__store_connect(w->store_addr, w->job_key, cfg->connect_timeout * 1000,
-                                    &w->store),
-                  st, fail);
-    CC_CHECK_GOTO(attach_job_id(w), st, fail);
     /* No will: a process may attach several times (one per NCCL communicator), and one
      * attachment that ends would read as the rank gone. Shrink falls back on its deadline. */
     snprintf(w->prefix, sizeof(w->prefix), "attach/");
     *out = w;
     return CC_OK;
-fail:
-    cc__store_close(w->store);
-    cc__store_server_stop(w->server);
-    free(w);
-    return st;
 }

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "base/build_id.h"
 #include "base/config.h"
 #include "cuda/cuda_native.h"
 #include "cuda/cudart.h"
@@ -47,14 +48,13 @@ static cc_status_t engine_for(const char *want, int device, const cc_engine_v1_t
     return native_engine(device, out);
 }
 
-static const cc_plugin_v1_t g_plugin = {
-    .version = CC_PLUGIN_VERSION_1,
+static const cc_plugin_t g_plugin = {
+    .build_id = CC_BUILD_ID,
     .name = "cuda: nccl + native cuda engines",
     .engine = engine_for,
 };
 
-__attribute__((visibility("default"))) const cc_plugin_v1_t *
-cc_plugin_init_v1(const cc_core_v1_t *core)
+__attribute__((visibility("default"))) const cc_plugin_t *cc_plugin_init(const cc_core_t *core)
 {
     if (cc__shim_init(core) != CC_OK) return NULL;
     cc__cudart = cc__cudart_static();

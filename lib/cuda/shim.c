@@ -1,31 +1,35 @@
 /*
- * shim.c - the core's internal names, forwarded through cc_core_v1_t (see
+ * shim.c - the core's internal names, forwarded through cc_core_t (see
  * shim.h). The log level and mask are copied at init: the core reads them
  * from CCOMM_LOG_LEVEL / CCOMM_LOG_SUBSYS once, before any plugin loads.
  */
 #include <stdio.h>
+#include <string.h>
 
+#include "base/build_id.h"
 #include "base/config.h"
 #include "core/door.h"
 #include "base/log.h"
 #include "cuda/shim.h"
 
-const cc_core_v1_t *cc__core;
+const cc_core_t *cc__core;
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
 _Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
 
-cc_status_t cc__shim_init(const cc_core_v1_t *core)
+cc_status_t cc__shim_init(const cc_core_t *core)
 {
-    if (cc__core == core) return CC_OK;
-    if (!core || core->version != CC_CORE_VERSION_1 || core->op_size != sizeof(cc__op_t) ||
-        core->config_size != sizeof(struct cc__config)) {
+    if (core && cc__core == core) return CC_OK;
+    /* Same build or nothing: this code reads the core's structs as its own headers
+     * lay them out (plugin.h). */
+    if (!core || !core->build_id || strcmp(core->build_id, CC_BUILD_ID)) {
         /* No logger yet: the core's is what we failed to adopt. */
         fprintf(stderr,
-                "ccomm: plugin refuses the core: version %u (want %u), op size %u (want "
-                "%zu), config size %u (want %zu); plugin and libccomm come from different "
-                "builds\n",
-                core ? core->version : 0, CC_CORE_VERSION_1, core ? core->op_size : 0,
-                sizeof(cc__op_t), core ? core->config_size : 0, sizeof(struct cc__config));
+                "ccomm: plugin of build %s refuses libccomm of build %s: plugins are "
+                "built with the core; rebuild both from the same tree\n",
+                CC_BUILD_ID,
+                !core            ? "(no core)"
+                : core->build_id ? core->build_id
+                                 : "(none)");
         return CC_ERR_NOT_SUPPORTED;
     }
     cc__log_level = core->log_level();

@@ -4,8 +4,10 @@
  * The op door hands every validated, numbered op to its communicator's
  * engine and does not know which engine runs it. The native engine
  * (lib/native) is built in; the CUDA/NCCL engine is a plugin
- * (libccomm-cuda.so) that returns a cc_engine_v1_t. A published version
- * never changes: a new need gets cc_engine_v2_t.
+ * (libccomm-cuda.so) that returns a cc_engine_v1_t. The version says
+ * which optional entries a table has (v2 adds split), not an ABI: engines
+ * in plugins are built with the core and read its structs (core/plugin.h:
+ * the build id check).
  *
  * Contract of submit(state, op):
  *  - op->work == NULL (blocking): run the op to completion on the calling

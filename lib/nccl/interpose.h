@@ -18,7 +18,7 @@
  * The shadow communicator's id is a hash of the NCCL unique id (equal on
  * every member); its members' world ranks are exchanged through ccomm's
  * store when the launcher gave one (torchrun, ccrun, Slurm, MPI: see
- * cc_core_v1_t.world_attach), else only this rank's is known.
+ * cc_core_t.world_attach), else only this rank's is known.
  */
 #ifndef CC_NCCL_INTERPOSE_H
 #define CC_NCCL_INTERPOSE_H

@@ -28,7 +28,7 @@ static ix_comm_t g_tomb; /* a removed entry (keeps probe chains intact) */
 
 static void setup(void)
 {
-    const cc_core_v1_t *core = cc_plugin_core_get(CC_CORE_VERSION_1);
+    const cc_core_t *core = cc_plugin_core_get();
     if (cc__shim_init(core) != CC_OK) return;
     if (cc__nccl_lib_open(cc__cfg()->nccl_lib, (const void *)&ix_engine, &g_state.lib) != CC_OK)
         return;

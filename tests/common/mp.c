@@ -150,8 +150,7 @@ static pid_t spawn(int r, int n, const char *addr, cc_test_rank_fn fn, const voi
     return pid;
 }
 
-/* Wait for all children until the deadline; kill the rest. Returns failures. */
-static int reap(pid_t *pids, cc_test_child_t *res, int n, int timeout_s)
+int cc_test_reap(pid_t *pids, int n, int timeout_s, cc_test_child_t *res)
 {
     int left = n, failed = 0;
     double deadline = now_s() + timeout_s;
@@ -166,6 +165,7 @@ static int reap(pid_t *pids, cc_test_child_t *res, int n, int timeout_s)
         if (p < 0) break;
         for (int r = 0; r < n; r++) {
             if (pids[r] != p) continue;
+            res[r].timed_out = 0;
             res[r].exited = WIFEXITED(status);
             res[r].code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
             res[r].signo = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -179,7 +179,7 @@ static int reap(pid_t *pids, cc_test_child_t *res, int n, int timeout_s)
                     (int)pids[r], timeout_s);
             kill(pids[r], SIGKILL);
             waitpid(pids[r], NULL, 0);
-            res[r] = (cc_test_child_t){0, -1, SIGKILL};
+            res[r] = (cc_test_child_t){0, -1, SIGKILL, 1};
             failed++;
             continue;
         }
@@ -201,7 +201,7 @@ int cc_test_fork_ranks(int n, cc_test_rank_fn fn, void *arg, int timeout_s,
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
     cc_test_child_t *res = calloc((size_t)n, sizeof(*res));
     for (int r = 0; r < n; r++) pids[r] = spawn(r, n, addr, fn, arg, env);
-    int failed = reap(pids, res, n, timeout_s);
+    int failed = cc_test_reap(pids, n, timeout_s, res);
     if (out) memcpy(out, res, (size_t)n * sizeof(*res));
     free(res);
     free(pids);

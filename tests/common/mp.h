@@ -17,6 +17,8 @@
 #ifndef CC_TEST_MP_H
 #define CC_TEST_MP_H
 
+#include <sys/types.h>
+
 #include "ccomm/ccomm.h"
 
 typedef int (*cc_test_rank_fn)(int rank, int size, const char *store_addr, void *arg);
@@ -26,7 +28,16 @@ typedef struct cc_test_child {
     int exited;    /* 1: exited with `code`; 0: killed by `signo` */
     int code;
     int signo;
+    int timed_out; /* still running at the deadline, so killed (signo SIGKILL) */
 } cc_test_child_t;
+
+/*
+ * Wait for the n children pids (entries become 0 as they are reaped) until
+ * timeout_s seconds have passed, then SIGKILL the rest. out[r] receives
+ * each one's outcome; a failed one is described on stderr. Returns the
+ * number that did not exit 0.
+ */
+int cc_test_reap(pid_t *pids, int n, int timeout_s, cc_test_child_t *out);
 
 /*
  * Fork n ranks running fn; wait up to timeout_s seconds. Returns the number

@@ -10,7 +10,7 @@
 
 cc_status_t gpu_issue(cc_comm_t *comm, const gpu_op_t *g, cc_work_t **work)
 {
-    const cc_core_v1_t *core = cc_plugin_core_get(CC_CORE_VERSION_1);
+    const cc_core_t *core = cc_plugin_core_get();
     if (!core) return CC_ERR_NOT_SUPPORTED;
     cc__op_t op;
     core->op_prepare(&op, comm, g->type);

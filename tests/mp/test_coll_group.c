@@ -183,7 +183,7 @@ static int co_allreduce(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, int async
         sb[b] = tc_alloc(co_counts[b] * es, (size_t)b % 3 * es);
         rb[b] = b % 2 ? sb[b] : tc_alloc(co_counts[b] * es, 0); /* odd buffers in place */
         for (size_t i = 0; i < co_counts[b]; i++)
-            tc_put(sb[b], dt, i, tc_input(r, base_of(b) + i, op));
+            cc__elem_put(sb[b], dt, i, tc_input(r, base_of(b) + i, op));
     }
     cc_op_opts_t o = CC_OP_OPTS_INIT;
     o.premul_scalar = TC_PREMUL;
@@ -194,7 +194,7 @@ static int co_allreduce(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, int async
     TC_REQUIRE(st == CC_OK, "allreduce_coalesced: %s", cc_status_name(st));
     for (int b = 0; b < NB; b++) {
         for (size_t i = 0; i < co_counts[b]; i++) {
-            double got = tc_get(rb[b], dt, i), want = tc_expect(n, base_of(b) + i, op, dt);
+            double got = cc__elem_get(rb[b], dt, i), want = tc_expect(n, base_of(b) + i, op, dt);
             TC_REQUIRE(got == want, "allreduce_coalesced %s %s buffer %d [%zu] = %g, want %g",
                        cc_dtype_name(dt), cc_redop_name(op), b, i, got, want);
         }

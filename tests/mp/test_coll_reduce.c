@@ -37,13 +37,13 @@ static const cc_op_opts_t *opts_of(const struct tcase *c, cc_op_opts_t *o)
 static void fill(const struct tcase *c, void *buf, size_t first, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        tc_put(buf, c->dt, i, tc_input(c->r, first + i, c->op));
+        cc__elem_put(buf, c->dt, i, tc_input(c->r, first + i, c->op));
 }
 
 static int check(const struct tcase *c, const void *buf, size_t first, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++) {
-        double got = tc_get(buf, c->dt, i), want = tc_expect(c->n, first + i, c->op, c->dt);
+        double got = cc__elem_get(buf, c->dt, i), want = tc_expect(c->n, first + i, c->op, c->dt);
         TC_REQUIRE(got == want, "%s %s %s count %zu inplace %d async %d: [%zu] = %g, want %g", what,
                    cc_dtype_name(c->dt), cc_redop_name(c->op), c->count, c->inplace, c->async,
                    first + i, got, want);
@@ -194,7 +194,7 @@ static void random_fill(void *buf, cc_dtype_t dt, size_t n, unsigned seed)
     uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
     for (size_t i = 0; i < n; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        tc_put(buf, dt, i, ((double)(x % 2000001) - 1000000.0) / 997.0);
+        cc__elem_put(buf, dt, i, ((double)(x % 2000001) - 1000000.0) / 997.0);
     }
 }
 

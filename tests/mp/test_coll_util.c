@@ -53,8 +53,8 @@ double tc_input(int r, size_t i, cc_redop_t op)
 static double as_dtype(double v, cc_dtype_t dt)
 {
     unsigned char tmp[8];
-    tc_put(tmp, dt, 0, v);
-    return tc_get(tmp, dt, 0);
+    cc__elem_put(tmp, dt, 0, v);
+    return cc__elem_get(tmp, dt, 0);
 }
 
 static double premul(double x, cc_dtype_t dt)
@@ -101,85 +101,6 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
     else if (op == CC_AVG)
         acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);
     return as_dtype(acc, dt);
-}
-
-/* One element of any dtype. */
-typedef union {
-    int8_t i8;
-    uint8_t u8;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
-    uint16_t h;
-    float f;
-    double d;
-} tc_elem_t;
-
-void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
-{
-    tc_elem_t u;
-    switch (dt) {
-    case CC_INT8:
-        u.i8 = (int8_t)v;
-        break;
-    case CC_UINT8:
-        u.u8 = (uint8_t)v;
-        break;
-    case CC_INT32:
-        u.i32 = (int32_t)v;
-        break;
-    case CC_UINT32:
-        u.u32 = (uint32_t)v;
-        break;
-    case CC_INT64:
-        u.i64 = (int64_t)v;
-        break;
-    case CC_UINT64:
-        u.u64 = (uint64_t)v;
-        break;
-    case CC_FLOAT16:
-        u.h = cc__float_to_half((float)v);
-        break;
-    case CC_BFLOAT16:
-        u.h = cc__float_to_bfloat16((float)v);
-        break;
-    case CC_FLOAT32:
-        u.f = (float)v;
-        break;
-    default:
-        u.d = v;
-        break;
-    }
-    memcpy((char *)buf + i * cc_dtype_size(dt), &u, cc_dtype_size(dt));
-}
-
-double tc_get(const void *buf, cc_dtype_t dt, size_t i)
-{
-    tc_elem_t u;
-    memcpy(&u, (const char *)buf + i * cc_dtype_size(dt), cc_dtype_size(dt));
-    switch (dt) {
-    case CC_INT8:
-        return u.i8;
-    case CC_UINT8:
-        return u.u8;
-    case CC_INT32:
-        return u.i32;
-    case CC_UINT32:
-        return u.u32;
-    case CC_INT64:
-        return (double)u.i64;
-    case CC_UINT64:
-        return (double)u.u64;
-    case CC_FLOAT16:
-        return cc__half_to_float(u.h);
-    case CC_BFLOAT16:
-        return cc__bfloat16_to_float(u.h);
-    case CC_FLOAT32:
-        return u.f;
-    default:
-        return u.d;
-    }
 }
 
 void *tc_alloc(size_t bytes, size_t off)

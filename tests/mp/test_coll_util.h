@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "ccomm/ccomm.h"
+#include "kernels/elem.h"
 #include "mp.h"
 
 /* The counts of the matrix; TC_BIG is 1M + 3 elements. */
@@ -68,9 +69,7 @@ double tc_input(int r, size_t i, cc_redop_t op);
 double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt);
 #define TC_PREMUL 0.5
 
-/* Element i of a dtype buffer, through memcpy. */
-void tc_put(void *buf, cc_dtype_t dt, size_t i, double v);
-double tc_get(const void *buf, cc_dtype_t dt, size_t i);
+/* Element i of a dtype buffer: cc__elem_put / cc__elem_get (kernels/elem.h). */
 
 /* Byte j of the data rank r contributes to block `blk` (movement tests). */
 static inline unsigned char tc_byte(int r, int blk, size_t j)

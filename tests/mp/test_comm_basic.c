@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
+#include "kernels/elem.h"
 #include "kernels/kernels.h"
 #include "mp.h"
 
@@ -37,40 +38,6 @@ static double combine(double a, double b, cc_redop_t op, cc_dtype_t dt)
     }
 }
 
-static void put(void *buf, cc_dtype_t dt, size_t i, double v)
-{
-    switch (dt) {
-    case CC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case CC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case CC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case CC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case CC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case CC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case CC_FLOAT16: ((uint16_t *)buf)[i] = cc__float_to_half((float)v); break;
-    case CC_BFLOAT16: ((uint16_t *)buf)[i] = cc__float_to_bfloat16((float)v); break;
-    case CC_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case CC_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
-    }
-}
-
-static double get(const void *buf, cc_dtype_t dt, size_t i)
-{
-    switch (dt) {
-    case CC_INT8: return ((const int8_t *)buf)[i];
-    case CC_UINT8: return ((const uint8_t *)buf)[i];
-    case CC_INT32: return ((const int32_t *)buf)[i];
-    case CC_UINT32: return ((const uint32_t *)buf)[i];
-    case CC_INT64: return (double)((const int64_t *)buf)[i];
-    case CC_UINT64: return (double)((const uint64_t *)buf)[i];
-    case CC_FLOAT16: return cc__half_to_float(((const uint16_t *)buf)[i]);
-    case CC_BFLOAT16: return cc__bfloat16_to_float(((const uint16_t *)buf)[i]);
-    case CC_FLOAT32: return ((const float *)buf)[i];
-    case CC_FLOAT64: return ((const double *)buf)[i];
-    default: return NAN;
-    }
-}
-
 static double expected(int size, size_t i, cc_redop_t op, cc_dtype_t dt)
 {
     double acc = input(0, i, op);
@@ -87,13 +54,13 @@ static int check_allreduce(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, size_t
     int rank = cc_comm_rank(comm), size = cc_comm_size(comm);
     size_t es = cc_dtype_size(dt);
     char *in = malloc(count * es + 1), *out = malloc(count * es + 1);
-    for (size_t i = 0; i < count; i++) put(in, dt, i, input(rank, i, op));
+    for (size_t i = 0; i < count; i++) cc__elem_put(in, dt, i, input(rank, i, op));
     void *dst = inplace ? in : out;
     cc_status_t st = cc_allreduce(comm, in, dst, count, dt, op, NULL, NULL);
     CC_TEST_REQUIRE(st == CC_OK, "allreduce %s %s count %zu: %s", cc_dtype_name(dt),
                     cc_redop_name(op), count, cc_status_name(st));
     for (size_t i = 0; i < count; i++) {
-        double want = expected(size, i, op, dt), got = get(dst, dt, i);
+        double want = expected(size, i, op, dt), got = cc__elem_get(dst, dt, i);
         CC_TEST_REQUIRE(fabs(got - want) <= (dt >= CC_FLOAT16 && op == CC_AVG ? 0.05 : 0.0),
                         "allreduce %s %s count %zu inplace %d: [%zu] = %g, want %g",
                         cc_dtype_name(dt), cc_redop_name(op), count, inplace, i, got, want);

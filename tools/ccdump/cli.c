@@ -9,6 +9,7 @@
 
 #include "ccdump.h"
 #include "base/log.h"
+#include "subcmd.h"
 
 static const char usage[] =
     "usage: ccdump COMMAND [OPTIONS] FILE|DIR...\n"
@@ -52,27 +53,14 @@ static const char usage[] =
 
 int ccdump_main(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **, FILE *, FILE *);
-    } cmds[] = {{"diagnose", ccdump_diagnose}, {"show", ccdump_show},
-                {"stats", ccdump_stats},       {"json", ccdump_json},
-                {"perfetto", ccdump_perfetto}, {"export", ccdump_export},
-                {"top", ccdump_top}};
+    static const cc_subcmd_t cmds[] = {
+        {"diagnose", ccdump_diagnose}, {"show", ccdump_show},         {"stats", ccdump_stats},
+        {"json", ccdump_json},         {"perfetto", ccdump_perfetto}, {"export", ccdump_export},       {"top", ccdump_top},
+    };
     /* The reader logs what it refuses; ccdump reports it itself, once. */
     cc__log_level = CC_LOG_LEVEL_NONE;
-    if (argc < 2) {
-        fputs(usage, err);
-        return 2;
-    }
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        fputs(usage, out);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1, out, err);
-    fprintf(err, "ccdump: unknown command \"%s\"\n\n%s", argv[1], usage);
-    return 2;
+    return cc_subcmd_run("ccdump", usage, cmds, sizeof(cmds) / sizeof(cmds[0]), argc, argv, out,
+                         err);
 }
 
 static int set_value(const ccd_opt_t *o, const char *v, FILE *err)

@@ -3,10 +3,12 @@
  * and helpers shared by the commands.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cclog.h"
+#include "subcmd.h"
 
 static const char usage[] =
     "usage: cclog COMMAND [OPTIONS] FILE...\n"
@@ -33,26 +35,37 @@ static const char usage[] =
 
 int cclog_main(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **, FILE *, FILE *);
-    } cmds[] = {{"merge", cclog_merge},
-                {"filter", cclog_filter},
-                {"stats", cclog_stats},
-                {"follow", cclog_follow},
-                {"check", cclog_check}};
-    if (argc < 2) {
-        fputs(usage, err);
+    static const cc_subcmd_t cmds[] = {{"merge", cclog_merge},
+                                       {"filter", cclog_filter},
+                                       {"stats", cclog_stats},
+                                       {"follow", cclog_follow},
+                                       {"check", cclog_check}};
+    return cc_subcmd_run("cclog", usage, cmds, sizeof(cmds) / sizeof(cmds[0]), argc, argv, out,
+                         err);
+}
+
+int cclog_files_only(int argc, char **argv, const char *help, FILE *out, FILE *err)
+{
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    optind = 0; /* each command parses its own argv, in-process in the tests */
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (o == 'h') {
+            fputs(help, out);
+            return 0;
+        }
+        fprintf(err, "cclog %s: unknown option \"%s\"\n", argv[0], argv[optind - 1]);
         return 2;
     }
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        fputs(usage, out);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1, out, err);
-    fprintf(err, "cclog: unknown command \"%s\"\n\n%s", argv[1], usage);
-    return 2;
+    return cclog_need_files(argc, argv, err) ? 2 : -1;
+}
+
+int cclog_need_files(int argc, char **argv, FILE *err)
+{
+    if (optind < argc) return 0;
+    fprintf(err, "cclog %s: no files given (see cclog %s --help)\n", argv[0], argv[0]);
+    return -1;
 }
 
 cl_log_t **cclog_load_all(char **paths, int n, FILE *err, int *bad)

@@ -20,6 +20,16 @@ int cclog_follow(int argc, char **argv, FILE *out, FILE *err);
 int cclog_check(int argc, char **argv, FILE *out, FILE *err);
 
 /*
+ * The start of a command that takes files and no option (merge, stats,
+ * check): --help prints `help` on out (returns 0); an unknown option or no
+ * file is said on err (returns 2). -1: go on, the files are argv[optind..].
+ */
+int cclog_files_only(int argc, char **argv, const char *help, FILE *out, FILE *err);
+
+/* After a command's options: -1, said on err, when no file is left in argv. */
+int cclog_need_files(int argc, char **argv, FILE *err);
+
+/*
  * Load every file. Returns the array (n entries, NULL where a file could not
  * be opened) and sets *bad to the number of files that are unusable or could
  * not be opened. NULL only when out of memory.

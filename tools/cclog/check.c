@@ -308,29 +308,19 @@ static int check_across(struct ctx *c, cl_log_t **logs, int nlogs)
     return 0;
 }
 
+static const char check_help[] =
+    "usage: cclog check FILE...\n"
+    "Report ops enqueued but never ended (with how long before the end of\n"
+    "the logs), failed ops, aborts, dropped records, malformed lines, and\n"
+    "ranks behind the others on a communicator. Exit status: 0 no problems,\n"
+    "1 problems, 2 unusable input.\n";
+
 int cclog_check(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    optind = 0;
-    opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o == 'h') {
-            fprintf(out, "usage: cclog check FILE...\n"
-                         "Report ops enqueued but never ended (with how long before the end of\n"
-                         "the logs), failed ops, aborts, dropped records, malformed lines, and\n"
-                         "ranks behind the others on a communicator. Exit status: 0 no problems,\n"
-                         "1 problems, 2 unusable input.\n");
-            return 0;
-        }
-        fprintf(err, "cclog check: unknown option \"%s\"\n", argv[optind - 1]);
-        return 2;
-    }
-    if (optind >= argc) {
-        fprintf(err, "cclog check: no files given (see cclog check --help)\n");
-        return 2;
-    }
-    int bad, n = argc - optind, rc = 0;
+    int rc = cclog_files_only(argc, argv, check_help, out, err);
+    if (rc >= 0) return rc;
+    rc = 0;
+    int bad, n = argc - optind;
     cl_log_t **logs = cclog_load_all(argv + optind, n, err, &bad);
     if (!logs) return 2;
     struct ctx c = {out, CL_NO_TIME, 0, 0};

@@ -118,30 +118,15 @@ static void warn_same_rank(cl_log_t **logs, int n, FILE *err)
             }
 }
 
-static int need_files(int argc, char **argv, FILE *err)
-{
-    if (optind < argc) return 0;
-    fprintf(err, "cclog %s: no files given (see cclog %s --help)\n", argv[0], argv[0]);
-    return -1;
-}
+static const char merge_help[] =
+    "usage: cclog merge FILE...\n"
+    "Print the lines of all files in one timeline, ordered by absolute time, each as\n"
+    "  r<rank> <unix time> <line>\n";
 
 int cclog_merge(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    optind = 0;
-    opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o == 'h') {
-            fprintf(out, "usage: cclog merge FILE...\n"
-                         "Print the lines of all files in one timeline, ordered by absolute "
-                         "time, each as\n  r<rank> <unix time> <line>\n");
-            return 0;
-        }
-        fprintf(err, "cclog merge: unknown option \"%s\"\n", argv[optind - 1]);
-        return 2;
-    }
-    if (need_files(argc, argv, err)) return 2;
+    int rc = cclog_files_only(argc, argv, merge_help, out, err);
+    if (rc >= 0) return rc;
     int bad, n = argc - optind;
     cl_log_t **logs = cclog_load_all(argv + optind, n, err, &bad);
     if (!logs) return 2;
@@ -272,7 +257,7 @@ static int filter_opts(int argc, char **argv, struct filter *f, FILE *out, FILE 
             return -1;
         }
     }
-    return need_files(argc, argv, err);
+    return cclog_need_files(argc, argv, err);
 bad:
     fprintf(err, "cclog filter: bad value \"%s\" for --%s\n", optarg, opts[li].name);
     return -1;

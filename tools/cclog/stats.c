@@ -202,29 +202,19 @@ static int print_stats(FILE *out, struct sample *v, size_t n)
     return 0;
 }
 
+static const char stats_help[] =
+    "usage: cclog stats FILE...\n"
+    "Per communicator and signature over all files: ranks, ended ops,\n"
+    "errors, latency from Q to E (p50, p99, max, in µs; ops whose Q line\n"
+    "is missing count but give no latency), bytes per op (the larger of\n"
+    "input and output, one rank) and bytes in all.\n";
+
 int cclog_stats(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    optind = 0;
-    opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o == 'h') {
-            fprintf(out, "usage: cclog stats FILE...\n"
-                         "Per communicator and signature over all files: ranks, ended ops,\n"
-                         "errors, latency from Q to E (p50, p99, max, in µs; ops whose Q line\n"
-                         "is missing count but give no latency), bytes per op (the larger of\n"
-                         "input and output, one rank) and bytes in all.\n");
-            return 0;
-        }
-        fprintf(err, "cclog stats: unknown option \"%s\"\n", argv[optind - 1]);
-        return 2;
-    }
-    if (optind >= argc) {
-        fprintf(err, "cclog stats: no files given (see cclog stats --help)\n");
-        return 2;
-    }
-    int bad, n = argc - optind, rc = 0;
+    int rc = cclog_files_only(argc, argv, stats_help, out, err);
+    if (rc >= 0) return rc;
+    rc = 0;
+    int bad, n = argc - optind;
     cl_log_t **logs = cclog_load_all(argv + optind, n, err, &bad);
     struct vec s = {0};
     for (int i = 0; logs && i < n && !rc; i++)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ccperf.h"
+#include "kernels/elem.h"
 #include "kernels/kernels.h"
 
 const char *perf_dtype_label(cc_dtype_t d)
@@ -84,44 +85,10 @@ double perf_reduced(const perf_opts_t *o, int n, size_t j)
     return o->redop == CC_AVG ? acc / n : acc;
 }
 
-static void put(cc_dtype_t d, void *buf, size_t i, double v)
-{
-    switch (d) {
-    case CC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case CC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case CC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case CC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case CC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case CC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case CC_FLOAT16: ((uint16_t *)buf)[i] = cc__float_to_half((float)v); break;
-    case CC_BFLOAT16: ((uint16_t *)buf)[i] = cc__float_to_bfloat16((float)v); break;
-    case CC_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case CC_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
-    }
-}
-
-static double get(cc_dtype_t d, const void *buf, size_t i)
-{
-    switch (d) {
-    case CC_INT8: return ((const int8_t *)buf)[i];
-    case CC_UINT8: return ((const uint8_t *)buf)[i];
-    case CC_INT32: return ((const int32_t *)buf)[i];
-    case CC_UINT32: return ((const uint32_t *)buf)[i];
-    case CC_INT64: return (double)((const int64_t *)buf)[i];
-    case CC_UINT64: return (double)((const uint64_t *)buf)[i];
-    case CC_FLOAT16: return cc__half_to_float(((const uint16_t *)buf)[i]);
-    case CC_BFLOAT16: return cc__bfloat16_to_float(((const uint16_t *)buf)[i]);
-    case CC_FLOAT32: return ((const float *)buf)[i];
-    case CC_FLOAT64: return ((const double *)buf)[i];
-    default: return NAN;
-    }
-}
-
 void perf_fill(const perf_opts_t *o, void *buf, size_t count, int rank, size_t first)
 {
     for (size_t k = 0; k < count; k++)
-        put(o->dtype, buf, k, perf_value(o, rank, first + k));
+        cc__elem_put(buf, o->dtype, k, perf_value(o, rank, first + k));
 }
 
 void perf_poison(void *buf, size_t bytes)
@@ -149,7 +116,7 @@ uint64_t perf_check(const perf_coll_t *c, const perf_ctx_t *x)
     for (size_t k = 0; k < x->shape.recv; k++) {
         double want;
         if (!c->expect(x, k, &want)) continue;
-        double got = get(d, x->recvbuf, k);
+        double got = cc__elem_get(x->recvbuf, d, k);
         if (is_int(d) ? got != want : !(fabs(got - want) <= tol * fmax(1.0, fabs(want))))
             wrong++;
     }

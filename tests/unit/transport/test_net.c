@@ -12,7 +12,7 @@
 #include <sched.h>
 
 #include "base/clock.h"
-#include "mp.h"
+#include "net_mp.h"
 #include "transport/net.h"
 #include "tutil.h"
 

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
-#include "mp.h"
+#include "net_mp.h"
 #include "transport/net.h"
 #include "tutil.h"
 

@@ -20,7 +20,7 @@
 
 #include "base/clock.h"
 #include "base/config.h"
-#include "mp.h"
+#include "net_mp.h"
 #include "transport/net.h"
 #include "tutil.h"
 

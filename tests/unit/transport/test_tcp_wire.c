@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
-#include "mp.h"
+#include "net_mp.h"
 #include "transport/tcp.h"
 #include "tutil.h"
 

@@ -1,13 +1,16 @@
 /*
- * mp.h - test helper: run N ranks as forked processes (or as threads) that
- * share an allgather over a MAP_SHARED anonymous mapping with a barrier.
+ * net_mp.h - the transport tests' harness: run N ranks as forked processes
+ * (or as threads) that share an allgather over a MAP_SHARED anonymous
+ * mapping with a barrier, below any store. (Forked without exec, unlike
+ * tests/common/mp.h's ranks: the mapping must survive into the child.)
+ * Children are reaped by tests/common/mp.h's cc_test_reap.
  *
  * A rank function returns 0 on success; forked ranks report by exit status
  * and the parent asserts on it. Inside a rank use MP_CHECK, never cmocka's
  * asserts (they would unwind into the parent's copy of the test runner).
  */
-#ifndef CC_TEST_MP_H
-#define CC_TEST_MP_H
+#ifndef CC_TEST_NET_MP_H
+#define CC_TEST_NET_MP_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -57,4 +60,4 @@ const char *mp_job(void);
         }                                                                                          \
     } while (0)
 
-#endif /* CC_TEST_MP_H */
+#endif /* CC_TEST_NET_MP_H */

@@ -1,4 +1,4 @@
-/* mp.c - forked / threaded ranks with a shared-memory allgather (see mp.h). */
+/* net_mp.c - forked / threaded ranks with a shared-memory allgather (see net_mp.h). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "mp.h"
+#include "mp.h" /* tests/common: cc_test_reap */
+#include "net_mp.h"
 
 #define SLOT_MAX   1024u /* largest blob of one rank */
 #define BARRIER_MS 30000 /* a barrier gives up after this */
@@ -111,34 +112,18 @@ static void world_close(void)
     g_world = NULL;
 }
 
-static int collect(int n, const pid_t *pids, int timeout_s, int *codes)
+/* Reap the ranks (cc_test_reap kills those still running at the deadline) into exit codes. */
+static int collect(int n, pid_t *pids, int timeout_s, int *codes)
 {
-    uint64_t deadline = cc__now_ns() + (uint64_t)timeout_s * 1000000000ull;
-    int left = n, bad = 0;
-    for (int i = 0; i < n; i++)
-        codes[i] = -1;
-    while (left > 0) {
-        for (int i = 0; i < n; i++) {
-            int status;
-            if (codes[i] != -1 || waitpid(pids[i], &status, WNOHANG) != pids[i]) continue;
-            codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            left--;
-        }
-        if (left && cc__now_ns() > deadline) {
-            for (int i = 0; i < n; i++) {
-                if (codes[i] != -1) continue;
-                fprintf(stderr, "mp: rank %d (pid %d) still runs after %d s: killed\n", i,
-                        (int)pids[i], timeout_s);
-                kill(pids[i], SIGKILL);
-                waitpid(pids[i], NULL, 0);
-                codes[i] = MP_TIMED_OUT;
-                left--;
-            }
-        }
-        if (left) usleep(2000);
-    }
-    for (int i = 0; i < n; i++)
+    cc_test_child_t res[64] = {{0}};
+    cc_test_reap(pids, n, timeout_s, res);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        codes[i] = res[i].timed_out ? MP_TIMED_OUT
+                   : res[i].exited  ? res[i].code
+                                    : 128 + res[i].signo;
         bad += codes[i] != 0;
+    }
     return bad;
 }
 

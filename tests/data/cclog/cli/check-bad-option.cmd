@@ -1,0 +1,1 @@
+check --bogus valid/abort.log

@@ -1,0 +1,1 @@
+merge --bogus valid/abort.log

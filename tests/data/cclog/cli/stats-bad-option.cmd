@@ -1,0 +1,1 @@
+stats --bogus valid/abort.log
