@@ -212,13 +212,16 @@ static void test_refusals(void **state)
     assert_string_equal(chosen(&shm, CC_OP_COMM_INIT, 0, &st), "");
     assert_int_equal(st, CC_ERR_NOT_SUPPORTED);
 
-    /* A bad CCOMM_ALGO_* name fails the engine's creation (every rank alike). */
+    /* A bad CCOMM_ALGO_* name fails init (every rank alike): the typed config refuses it
+     * (lib/base/config.c checks an ENUM against its choices), before the engine would. */
+    assert_int_equal(cc__config_check(), CC_OK);
     assert_int_equal(cc__native_check_forced(), CC_OK);
     setenv("CCOMM_ALGO_ALLTOALLV", "no_such_algorithm", 1);
     cc__config_reload();
-    assert_int_equal(cc__native_check_forced(), CC_ERR_INVALID_ARG);
+    assert_int_equal(cc__config_check(), CC_ERR_INVALID_ARG);
     unsetenv("CCOMM_ALGO_ALLTOALLV");
     cc__config_reload();
+    assert_int_equal(cc__config_check(), CC_OK);
     assert_int_equal(cc__native_check_forced(), CC_OK);
 }
 
