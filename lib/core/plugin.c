@@ -141,6 +141,11 @@ static uint32_t svc_log_mask(void)
     return cc__log_mask;
 }
 
+static uint64_t svc_recorder_id(const cc__op_t *op)
+{
+    return cc__recorder_id(&op->tokens);
+}
+
 static const cc_core_v1_t g_core_v1 = {
     .version = CC_CORE_VERSION_1,
     .op_size = sizeof(cc__op_t),
@@ -165,6 +170,7 @@ static const cc_core_v1_t g_core_v1 = {
     .log_set_comm = cc__log_set_comm,
     .cfg = cc__cfg,
     .recorder_gpu = cc__recorder_gpu,
+    .recorder_id = svc_recorder_id,
 };
 
 const void *cc_plugin_core_get(unsigned version)
