@@ -43,14 +43,21 @@ cc_status_t cc_hook_add_subscriber(cc_comm_t *comm, const cc_subscriber_t *sub, 
     }
     if (!sub->pre && !sub->start && !sub->post && !sub->wait && !sub->abort) {
         cc_log_error(CC_SUBSYS_HOOKS,
-                     "%s: sub %p has no callback (pre, start, post, wait and abort are NULL)",
-                     name, (const void *)sub);
+                     "%s: sub %p has no callback (pre, start, post, wait and abort are NULL)", name,
+                     (const void *)sub);
         return CC_ERR_INVALID_ARG;
     }
     /* CC_HOOK_SIGNAL_SAFE speaks of the abort callback: without one it means nothing. */
     CC_CHECK(check_add(comm, flags, sub->abort ? CC_HOOK_SIGNAL_SAFE : 0u, name));
     cc__chain_set_t *set = comm ? &comm->hooks : &cc__global_hooks;
-    return cc__hook_add_subscriber(set, sub, user, flags, comm, handle);
+    cc_status_t st = cc__hook_add_subscriber(set, sub, user, flags, comm, handle);
+    if (st == CC_ERR_BUSY)
+        cc_log_error(CC_SUBSYS_HOOKS,
+                     "%s: %s%s already runs %d subscribers (CC_HOOK_SUBSCRIBERS, those for all "
+                     "communicators included)",
+                     name, comm ? "communicator " : "(comm NULL) a communicator",
+                     comm ? comm->name : "", CC_HOOK_SUBSCRIBERS);
+    return st;
 }
 
 cc_status_t cc_hook_add_pre(cc_comm_t *comm, cc_pre_hook_fn fn, void *user, unsigned flags,

@@ -151,7 +151,8 @@ static int free_slot(const cc__chain_set_t *set)
     unsigned used = 0;
     for (size_t i = 0; i < g_nreg; i++) {
         const struct reg *r = &g_reg[i];
-        if (r->slot >= 0 && (r->set == set || r->set == &cc__global_hooks || set == &cc__global_hooks))
+        if (r->slot >= 0 &&
+            (r->set == set || r->set == &cc__global_hooks || set == &cc__global_hooks))
             used |= 1u << r->slot;
     }
     for (int k = 0; k < CC_HOOK_SUBSCRIBERS; k++)
@@ -171,11 +172,16 @@ static cc_status_t pre_none(const cc_op_info_t *op, void *user, void **token)
 static void (*sub_fn(const cc_subscriber_t *sub, int kind))(void)
 {
     switch (kind) {
-    case CC__HOOK_PRE: return (void (*)(void))(sub->pre ? sub->pre : pre_none);
-    case CC__HOOK_START: return (void (*)(void))sub->start;
-    case CC__HOOK_POST: return (void (*)(void))sub->post;
-    case CC__HOOK_WAIT: return (void (*)(void))sub->wait;
-    default: return (void (*)(void))sub->abort;
+    case CC__HOOK_PRE:
+        return (void (*)(void))(sub->pre ? sub->pre : pre_none);
+    case CC__HOOK_START:
+        return (void (*)(void))sub->start;
+    case CC__HOOK_POST:
+        return (void (*)(void))sub->post;
+    case CC__HOOK_WAIT:
+        return (void (*)(void))sub->wait;
+    default:
+        return (void (*)(void))sub->abort;
     }
 }
 
@@ -200,8 +206,8 @@ cc_status_t cc__hook_add_subscriber(cc__chain_set_t *set, const cc_subscriber_t 
     for (int k = CC__HOOK_KINDS - 1; k >= 0; k--) {
         if (!snap[k]) continue;
         unsigned f = k == CC__HOOK_ABORT ? flags : 0u;
-        snap[k]->hooks[snap[k]->n++] = (struct cc__hook){h, sub_fn(sub, k), user, f,
-                                                         k == CC__HOOK_ABORT ? -1 : slot};
+        snap[k]->hooks[snap[k]->n++] =
+            (struct cc__hook){h, sub_fn(sub, k), user, f, k == CC__HOOK_ABORT ? -1 : slot};
         g_reg[g_nreg++] = (struct reg){h, set, k, slot, owner};
         publish(&set->chain[k], snap[k]);
     }
@@ -212,10 +218,8 @@ fail:
     pthread_mutex_unlock(&g_write_lock);
     for (int k = 0; k < CC__HOOK_KINDS; k++)
         free(snap[k]);
-    if (st == CC_ERR_BUSY)
-        cc_log_error(CC_SUBSYS_HOOKS, "hooks: all %d subscriber slots of %s are taken",
-                     CC_HOOK_SUBSCRIBERS, set == &cc__global_hooks ? "all communicators" : "this communicator");
-    else
+    /* A full set is the caller's to say: it knows the communicator's name. */
+    if (st == CC_ERR_NO_MEMORY)
         cc_log_error(CC_SUBSYS_HOOKS, "hooks: out of memory adding a subscriber");
     return st;
 }
@@ -312,8 +316,7 @@ cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *
     int rd = cc__hooks_read_lock();
     struct run_frame f = {local, t_runs};
     t_runs = &f;
-    cc_status_t st =
-        run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op, tok);
+    cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op, tok);
     if (st == CC_OK && local)
         st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op, tok);
     t_runs = f.up;

@@ -86,7 +86,7 @@ cc_status_t cc__hook_add(cc__chain_set_t *set, int kind, void (*fn)(void), void 
  * free in `set` and in every set an op of `set` also runs (the global set
  * runs for every op). Published PRE last, so an op whose PRE ran it finds
  * its START, POST and WAIT entries already there. Returns CC_OK,
- * CC_ERR_BUSY (no slot free), CC_ERR_NO_MEMORY.
+ * CC_ERR_BUSY (no slot free; not logged), CC_ERR_NO_MEMORY (logged).
  */
 cc_status_t cc__hook_add_subscriber(cc__chain_set_t *set, const cc_subscriber_t *sub, void *user,
                                     unsigned flags, const void *owner, cc_hook_handle_t *out);

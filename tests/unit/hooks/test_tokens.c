@@ -36,7 +36,7 @@ struct sub {
     uint64_t tag;
     cc_status_t verdict; /* what pre returns */
     int pres, starts, posts, waits;
-    int bad;             /* calls whose token was not the one pre set for that op */
+    int bad; /* calls whose token was not the one pre set for that op */
     cc_status_t last_post_status;
 };
 
@@ -79,7 +79,8 @@ static void s_wait(const cc_op_info_t *op, void *user, void *token)
     check(user, op, token);
 }
 
-static const cc_subscriber_t full = {.pre = s_pre, .start = s_start, .post = s_post, .wait = s_wait};
+static const cc_subscriber_t full = {
+    .pre = s_pre, .start = s_start, .post = s_post, .wait = s_wait};
 
 /* A plain PRE hook beside the subscribers: it must keep working as before. */
 static int plain_pres;
@@ -111,8 +112,9 @@ static void test_token_round_trip_and_isolation(void **state)
     struct sub g = {.tag = 1}, a = {.tag = 2};
     cc_hook_handle_t hg, ha, hp;
     assert_int_equal(cc__hook_add_subscriber(&cc__global_hooks, &full, &g, 0, NULL, &hg), CC_OK);
-    assert_int_equal(cc__hook_add(&comm_a, CC__HOOK_PRE, (void (*)(void))plain_pre, NULL, 0,
-                                  &comm_a, &hp), CC_OK);
+    assert_int_equal(
+        cc__hook_add(&comm_a, CC__HOOK_PRE, (void (*)(void))plain_pre, NULL, 0, &comm_a, &hp),
+        CC_OK);
     assert_int_equal(cc__hook_add_subscriber(&comm_a, &full, &a, 0, &comm_a, &ha), CC_OK);
     assert_int_not_equal(cc__hook_slot(hg), cc__hook_slot(ha)); /* one op carries both */
     cc__hook_tokens_t tok;
@@ -257,7 +259,8 @@ static void test_slots(void **state)
     assert_int_equal(cc__hook_add_subscriber(&cc__global_hooks, &full, &s[8], 0, NULL, &extra),
                      CC_OK);
     assert_int_equal(cc__hook_remove(extra), CC_OK);
-    for (int i = 1; i < half; i++) assert_int_equal(cc__hook_remove(h[i]), CC_OK);
+    for (int i = 1; i < half; i++)
+        assert_int_equal(cc__hook_remove(h[i]), CC_OK);
     cc__hooks_drop_owner(&comm_a, &comm_a);
 }
 
@@ -283,7 +286,7 @@ static void test_public_arguments(void **state)
 
 struct victim {
     struct sub s;
-    _Atomic int alive;   /* 1 until removed; a call after removal is a bug */
+    _Atomic int alive; /* 1 until removed; a call after removal is a bug */
     _Atomic long calls;
 };
 static _Atomic int stop;
@@ -335,7 +338,8 @@ static void *churner(void *arg)
         if (cc__hook_add_subscriber(where, &victim_sub, v, 0, where == &comm_a ? &comm_a : NULL,
                                     &h) != CC_OK)
             abort();
-        for (int spin = 0; spin < 20000 && atomic_load(&v->calls) == 0; spin++) sched_yield();
+        for (int spin = 0; spin < 20000 && atomic_load(&v->calls) == 0; spin++)
+            sched_yield();
         if (cc__hook_remove(h) != CC_OK) abort();
         atomic_store(&v->alive, 0); /* after remove returned: no call may follow */
         for (volatile int spin = 0; spin < 2000; spin++) {
@@ -352,11 +356,15 @@ static void test_concurrent_tokens(void **state)
     pthread_t r[3], c[3]; /* 3 + 3: with 8 slots, no churner is ever refused one */
     long totals[3] = {0};
     atomic_store(&stop, 0);
-    for (int i = 0; i < 3; i++) pthread_create(&r[i], NULL, runner, (void *)(uintptr_t)(i + 1));
-    for (int i = 0; i < 3; i++) pthread_create(&c[i], NULL, churner, &totals[i]);
-    for (int i = 0; i < 3; i++) pthread_join(c[i], NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_create(&r[i], NULL, runner, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 3; i++)
+        pthread_create(&c[i], NULL, churner, &totals[i]);
+    for (int i = 0; i < 3; i++)
+        pthread_join(c[i], NULL);
     atomic_store(&stop, 1);
-    for (int i = 0; i < 3; i++) pthread_join(r[i], NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(r[i], NULL);
     assert_int_equal(atomic_load(&violations), 0);
     assert_true(totals[0] + totals[1] + totals[2] > 0); /* they really ran while churned */
     for (int k = 0; k < CC__HOOK_KINDS; k++) {

@@ -66,8 +66,10 @@ static void t_wait(const cc_op_info_t *op, void *user, void *token)
 {
     (void)user;
     struct rec *r = token;
-    if (!mine(r, op)) bad++;
-    else waits_seen++;
+    if (!mine(r, op))
+        bad++;
+    else
+        waits_seen++;
 }
 
 static void t_post(const cc_op_info_t *op, void *user, void *token)
@@ -146,13 +148,13 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(bad == 0 && veto_bad == 0, "%d calls with a token not their own (vetoer %d)",
                     (int)bad, (int)veto_bad);
     /* init, 4 allreduces, send, recv, group, split, child init, barrier, 2 destroys */
-    CC_TEST_REQUIRE(pres == 13 && posts == 13 && live == 0, "pres %d posts %d live %d",
-                    (int)pres, (int)posts, (int)live);
+    CC_TEST_REQUIRE(pres == 13 && posts == 13 && live == 0, "pres %d posts %d live %d", (int)pres,
+                    (int)posts, (int)live);
     CC_TEST_REQUIRE(member_pres == 2 && member_posts == 2, "group members: pres %d posts %d",
                     (int)member_pres, (int)member_posts);
     /* The world's: 4 allreduces, send, recv, group, split, destroy (the vetoed one too). */
-    CC_TEST_REQUIRE(veto_pres == 9 && veto_posts == 9, "vetoer: pres %d posts %d",
-                    (int)veto_pres, (int)veto_posts);
+    CC_TEST_REQUIRE(veto_pres == 9 && veto_posts == 9, "vetoer: pres %d posts %d", (int)veto_pres,
+                    (int)veto_posts);
     CC_TEST_REQUIRE(rank != 0 || waits_seen >= 1, "rank 0's wait on a pending op ran no WAIT");
     return 0;
 }
