@@ -75,18 +75,19 @@ static double op_loop(long n)
     op.bytes = 4096;
     op.algorithm = "ring";
     op.transport = "shm";
+    cc__hook_tokens_t tok = {0};
     double t = now_s();
     for (long i = 0; i < n; i++) {
         op.op_id = (uint64_t)i + 1;
         op.coll_seq = (uint64_t)i + 1;
         op.status = CC_INPROGRESS;
         op.t_enqueue_ns = (uint64_t)i * 100 + 1;
-        (void)cc__hooks_run_pre(NULL, &op);
+        (void)cc__hooks_run_pre(NULL, &op, &tok);
         op.t_start_ns = op.t_enqueue_ns + 10;
-        cc__hooks_run_op(CC__HOOK_START, NULL, &op);
+        cc__hooks_run_op(CC__HOOK_START, NULL, &op, &tok);
         op.t_end_ns = op.t_start_ns + 50;
         op.status = CC_OK;
-        cc__hooks_run_op(CC__HOOK_POST, NULL, &op);
+        cc__hooks_run_op(CC__HOOK_POST, NULL, &op, &tok);
     }
     return (now_s() - t) / (double)n * 1e9;
 }

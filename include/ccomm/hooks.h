@@ -21,6 +21,11 @@
  * split, create_group or destroy of the communicator a hook runs for is
  * refused there with CC_ERR_INVALID_USAGE (it would run the hook again);
  * cc_comm_abort is allowed and fails the communicator at once.
+ *
+ * A subscriber (cc_hook_add_subscriber) is one registration for a whole
+ * op: its pre callback may set a per-op token, which is handed back to its
+ * own start, post and wait calls for that op (as NCCL's profiler plugin
+ * gets back the event handle of its startEvent), never to another hook.
  */
 #ifndef CCOMM_HOOKS_H
 #define CCOMM_HOOKS_H
@@ -119,7 +124,59 @@ CC_API cc_status_t cc_hook_add_abort(cc_comm_t *comm, cc_abort_hook_fn fn, void 
                                      unsigned flags, cc_hook_handle_t *handle);
 
 /*
- * cc_hook_remove - remove a hook. When it returns, the hook is not running
+ * Subscribers: one registration with a per-op token.
+ *
+ * For each op, the subscriber's pre runs first (in chain order, like a PRE
+ * hook; it may veto) with *token = NULL; what it leaves in *token is this
+ * op's token, and it is passed to this subscriber's start, post and wait
+ * calls of the same op, and to no other hook's. Contract:
+ *   - post runs exactly once for every op whose pre this subscriber ran,
+ *     also when its own or a later pre vetoed the op (status = the veto),
+ *     and for group members (each is an op: its own pre and post);
+ *     start runs at most once per op, wait each time a caller starts
+ *     waiting on its pending work handle, each only for such an op;
+ *   - none of them runs for an op whose pre it did not run (an op that
+ *     passed PRE before the subscriber was added, or that an earlier hook
+ *     vetoed), so a token is never made up;
+ *   - once cc_hook_remove returns, none of them runs again: the posts of
+ *     ops still in flight are lost, so a token that owns memory must be
+ *     reachable from `user` too and freed with it;
+ *   - wait runs on the waiting thread and may overlap or follow post on
+ *     another: free a token in post only if wait does not use it.
+ * Any callback may be NULL (pre NULL: the token stays NULL). abort has no
+ * token: it is the comm's event, not an op's.
+ *
+ * A process runs at most CC_HOOK_SUBSCRIBERS subscribers on one comm's ops
+ * (those for all comms and those for that comm together); ccomm's flight
+ * recorder is one of them while it is on.
+ */
+#define CC_HOOK_SUBSCRIBERS 8
+
+typedef cc_status_t (*cc_sub_pre_fn)(const cc_op_info_t *op, void *user, void **token);
+typedef void (*cc_sub_op_fn)(const cc_op_info_t *op, void *user, void *token);
+
+typedef struct cc_subscriber {
+    cc_sub_pre_fn pre;      /* as a PRE hook, and sets *token */
+    cc_sub_op_fn start;     /* as START, POST and WAIT hooks, with the token */
+    cc_sub_op_fn post;
+    cc_sub_op_fn wait;
+    cc_abort_hook_fn abort; /* as an ABORT hook (CC_HOOK_SIGNAL_SAFE applies to it) */
+} cc_subscriber_t;
+
+/*
+ * cc_hook_add_subscriber - add a subscriber (copied; `sub` may be freed).
+ *   comm, user, handle  as for cc_hook_add_pre; one handle removes it all
+ *   flags  0 or CC_HOOK_SIGNAL_SAFE (needs an abort callback)
+ * Returns CC_OK, CC_ERR_INVALID_ARG (sub or handle NULL, no callback at all,
+ * comm invalid, bad flags), CC_ERR_BUSY (CC_HOOK_SUBSCRIBERS already run on
+ * that comm's ops), CC_ERR_INVALID_USAGE (from inside a hook),
+ * CC_ERR_NO_MEMORY. Thread safety: as cc_hook_add_pre.
+ */
+CC_API cc_status_t cc_hook_add_subscriber(cc_comm_t *comm, const cc_subscriber_t *sub, void *user,
+                                          unsigned flags, cc_hook_handle_t *handle);
+
+/*
+ * cc_hook_remove - remove a hook (or a whole subscriber). When it returns, the hook is not running
  * on any thread and will not run again. Idempotent: CC_OK the first time,
  * CC_ERR_NOT_FOUND for a handle already removed (or never issued),
  * CC_ERR_INVALID_USAGE from inside a hook (it would wait for itself).

@@ -89,7 +89,7 @@ void cc__op_started_at(cc__op_t *op, uint64_t t_ns)
     int expect = CC__OP_SCHEDULED;
     if (!atomic_compare_exchange_strong(&op->state, &expect, CC__OP_STARTED)) return;
     op->info.t_start_ns = t_ns ? t_ns : cc__now_ns();
-    cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info);
+    cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info, &op->tokens);
 }
 
 static void futex_wake_all(_Atomic uint32_t *word)
@@ -135,7 +135,7 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
     atomic_store(&op->state, CC__OP_DONE);
     atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
     atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
-    cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info);
+    cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info, &op->tokens);
     if (is_fatal(status) && status != CC_ERR_ABORTED)
         cc__comm_fail(comm, status, op, cc_status_str(status));
     wake_waiters(op);
@@ -146,7 +146,7 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status)
     op->info.t_end_ns = cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
-    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info);
+    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     wake_waiters(op);
 }
 
@@ -157,7 +157,7 @@ static cc_status_t end_early(cc__op_t *op, cc_status_t status)
     op->info.t_end_ns = cc__now_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
-    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info);
+    cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     return status;
 }
 
@@ -180,7 +180,7 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
     /* Saturates: a timeout too large for the clock (INT64_MAX ms) means no deadline. */
     op->deadline_ns = cc__deadline_from(op->info.t_enqueue_ns, op->info.timeout_ms);
     atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
-    cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info);
+    cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info, &op->tokens);
     if (st != CC_OK) {
         cc_log_info(CC_SUBSYS_HOOKS, "%s (op %llu) vetoed by a pre hook: %s",
                     cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id,
@@ -248,7 +248,7 @@ cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t pare
     assign_identity(&op);
     op.info.t_enqueue_ns = cc__now_ns();
     atomic_store(&op.state, CC__OP_SCHEDULED);
-    cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op.info);
+    cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op.info, &op.tokens);
     if (st != CC_OK) return end_early(&op, st);
     cc__op_started(&op);
     st = action ? action(comm, arg) : CC_OK;

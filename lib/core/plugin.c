@@ -143,6 +143,11 @@ static uint32_t svc_log_mask(void)
     return cc__log_mask;
 }
 
+static uint64_t svc_recorder_id(const cc__op_t *op)
+{
+    return cc__recorder_id(&op->tokens);
+}
+
 static const cc_core_t g_core = {
     .build_id = CC_BUILD_ID,
     .op_started = svc_op_started,
@@ -165,6 +170,7 @@ static const cc_core_t g_core = {
     .log_set_comm = cc__log_set_comm,
     .cfg = cc__cfg,
     .recorder_gpu = cc__recorder_gpu,
+    .recorder_id = svc_recorder_id,
 };
 
 const cc_core_t *cc_plugin_core_get(void)

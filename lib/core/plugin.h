@@ -106,10 +106,13 @@ typedef struct cc_core {
     /*
      * Flight recorder: the true GPU times of an op's kernels and what ran
      * them ("RING/LL128", "cupti"), once known; lands in the op's entry if
-     * it still holds record `rec_id` (cc__op_t.rec_id). Any thread.
+     * it still holds record `rec_id` (from recorder_id). Any thread.
      */
     void (*recorder_gpu)(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
                          const char *detail);
+    /* The op's record id (the recorder's token for it), 0 when not recorded. After the
+     * op's PRE; no lock, any thread. */
+    uint64_t (*recorder_id)(const cc__op_t *op);
 } cc_core_t;
 
 /* What a dlopen'ed plugin hands back, from its entry point CC_PLUGIN_INIT. */

@@ -80,7 +80,7 @@ cc_status_t cc_work_wait(cc_work_t *work, int64_t timeout_ms)
     if (!valid(work, "cc_work_wait")) return CC_ERR_INVALID_ARG;
     cc__op_t *op = &work->op;
     if (atomic_load_explicit(&op->done, memory_order_acquire) == 1) return op->info.status;
-    cc__hooks_run_op(CC__HOOK_WAIT, &op->comm->hooks, &op->info);
+    cc__hooks_run_op(CC__HOOK_WAIT, &op->comm->hooks, &op->info, &op->tokens);
     cc_status_t st = timeout_ms < 0 ? cc__op_wait_engine(op)
                                     : cc__op_wait_done(op, cc__deadline_after_ms(timeout_ms));
     if (st == CC_OK) return op->info.status;

@@ -67,8 +67,9 @@ enum cc__gputime_mode cc__gputime_mode(void)
 void cc__gputime_enter(const cc__op_t *op)
 {
     t_op_id = op->info.op_id;
-    t_rec_id = op->rec_id;
-    if (g_mode == CC__GPUTIME_CUPTI) cc__cupti_push(op->info.op_id, op->rec_id);
+    /* The recorder's token for the op, through the core: the op holds no recorder field. */
+    t_rec_id = cc__core ? cc__core->recorder_id(op) : 0;
+    if (g_mode == CC__GPUTIME_CUPTI) cc__cupti_push(op->info.op_id, t_rec_id);
 }
 
 void cc__gputime_leave(void)

@@ -1,10 +1,11 @@
 /*
  * op.h - an operation as it passes the door (internal).
  *
- * The public view handed to hooks is `info`, the first member, so ccomm's
- * own subscribers (recorder, clog, tracepoints) may reach the rest with
- * cc__op_of(info). Engines read the arguments and report transitions with
- * cc__op_started() and cc__op_finished().
+ * The public view handed to hooks is `info`; a hook sees nothing else of
+ * the op. What a subscriber keeps per op is its token, in `tokens` (the
+ * hook layer's, see hooks/chain.h): the core knows no subscriber. Engines
+ * read the arguments and report transitions with cc__op_started() and
+ * cc__op_finished().
  */
 #ifndef CC_ENGINE_OP_H
 #define CC_ENGINE_OP_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "ccomm/hooks.h"
+#include "hooks/chain.h"
 
 struct cc_comm;
 
@@ -25,7 +27,7 @@ enum cc__op_state {
 };
 
 typedef struct cc__op {
-    cc_op_info_t info;          /* public view; first member (see cc__op_of) */
+    cc_op_info_t info;          /* public view, what hooks see */
     struct cc_comm *comm;       /* owner */
     _Atomic int state;          /* enum cc__op_state */
     uint64_t deadline_ns;       /* CLOCK_MONOTONIC; the op fails with CC_ERR_TIMEOUT after it */
@@ -44,9 +46,8 @@ typedef struct cc__op {
     void (*release)(struct cc__op *op, cc_status_t status);
     void *owned;                /* heap block the op owns (copied argument arrays), or NULL */
 
-    /* Per-subscriber scratch, written only by that subscriber. */
-    uint64_t rec_id;            /* flight recorder: record_id of this op's entry (0 = none) */
-    uint32_t clog_sig;          /* clog: signature number */
+    /* The subscribers' tokens: written by the PRE chain, read by START, POST and WAIT. */
+    cc__hook_tokens_t tokens;
 
     /* Engine scratch. */
     void *engine_data[4];
@@ -56,8 +57,6 @@ typedef struct cc__op {
     struct cc_work *work;       /* NULL for blocking ops */
     struct cc__op *next;        /* engine queues */
 } cc__op_t;
-
-#define cc__op_of(info_ptr) ((cc__op_t *)(void *)(info_ptr))
 
 /* Engine -> core: the op started moving data (runs the START chain). Once. */
 void cc__op_started(cc__op_t *op);

@@ -39,6 +39,7 @@ struct reg {
     cc_hook_handle_t handle;
     cc__chain_set_t *set;
     int kind;
+    int slot; /* a subscriber's token slot, -1 for a plain hook */
     const void *owner;
 };
 static struct reg *g_reg;
@@ -106,16 +107,17 @@ static struct cc__hook_snap *snap_copy(const struct cc__hook_snap *old, uint32_t
     return s;
 }
 
-static int reg_push(struct reg r)
+/* Room for `n` more registry entries. */
+static int reg_reserve(size_t n)
 {
-    if (g_nreg == g_capreg) {
-        size_t cap = g_capreg ? 2 * g_capreg : 16;
-        struct reg *nr = realloc(g_reg, cap * sizeof(*nr));
-        if (!nr) return -1;
-        g_reg = nr;
-        g_capreg = cap;
-    }
-    g_reg[g_nreg++] = r;
+    if (g_capreg - g_nreg >= n) return 0;
+    size_t cap = g_capreg ? g_capreg : 16;
+    while (cap - g_nreg < n)
+        cap *= 2;
+    struct reg *nr = realloc(g_reg, cap * sizeof(*nr));
+    if (!nr) return -1;
+    g_reg = nr;
+    g_capreg = cap;
     return 0;
 }
 
@@ -126,18 +128,110 @@ cc_status_t cc__hook_add(cc__chain_set_t *set, int kind, void (*fn)(void), void 
     pthread_mutex_lock(&g_write_lock);
     struct cc__hook_snap *s = snap_copy(atomic_load(&chain->snap), 1);
     cc_hook_handle_t h = g_next_handle;
-    if (!s || reg_push((struct reg){h, set, kind, owner}) != 0) {
+    if (!s || reg_reserve(1) != 0) {
         pthread_mutex_unlock(&g_write_lock);
         free(s);
         cc_log_error(CC_SUBSYS_HOOKS, "hooks: out of memory adding a hook");
         return CC_ERR_NO_MEMORY;
     }
     g_next_handle++;
-    s->hooks[s->n++] = (struct cc__hook){h, fn, user, flags};
+    g_reg[g_nreg++] = (struct reg){h, set, kind, -1, owner};
+    s->hooks[s->n++] = (struct cc__hook){h, fn, user, flags, -1};
     publish(chain, s);
     pthread_mutex_unlock(&g_write_lock);
     *out = h;
     return CC_OK;
+}
+
+/* A slot no subscriber that can share an op with `set` holds: one of the
+ * same set, one of the global set (it runs for every op) or, for the global
+ * set, one of any set. Called with the write lock. */
+static int free_slot(const cc__chain_set_t *set)
+{
+    unsigned used = 0;
+    for (size_t i = 0; i < g_nreg; i++) {
+        const struct reg *r = &g_reg[i];
+        if (r->slot >= 0 &&
+            (r->set == set || r->set == &cc__global_hooks || set == &cc__global_hooks))
+            used |= 1u << r->slot;
+    }
+    for (int k = 0; k < CC_HOOK_SUBSCRIBERS; k++)
+        if (!(used & (1u << k))) return k;
+    return -1;
+}
+
+/* A pre that sets no token: a subscriber without one still needs its PRE entry, the
+ * op's record that it saw the op. */
+static cc_status_t pre_none(const cc_op_info_t *op, void *user, void **token)
+{
+    (void)op, (void)user, (void)token;
+    return CC_OK;
+}
+
+/* The callback a subscriber has for chain `kind`, or NULL. */
+static void (*sub_fn(const cc_subscriber_t *sub, int kind))(void)
+{
+    switch (kind) {
+    case CC__HOOK_PRE:
+        return (void (*)(void))(sub->pre ? sub->pre : pre_none);
+    case CC__HOOK_START:
+        return (void (*)(void))sub->start;
+    case CC__HOOK_POST:
+        return (void (*)(void))sub->post;
+    case CC__HOOK_WAIT:
+        return (void (*)(void))sub->wait;
+    default:
+        return (void (*)(void))sub->abort;
+    }
+}
+
+cc_status_t cc__hook_add_subscriber(cc__chain_set_t *set, const cc_subscriber_t *sub, void *user,
+                                    unsigned flags, const void *owner, cc_hook_handle_t *out)
+{
+    struct cc__hook_snap *snap[CC__HOOK_KINDS] = {0};
+    cc_status_t st = CC_ERR_NO_MEMORY;
+    pthread_mutex_lock(&g_write_lock);
+    int slot = free_slot(set);
+    if (slot < 0) {
+        st = CC_ERR_BUSY;
+        goto fail;
+    }
+    /* Everything that can fail first: all entries go on, or none. */
+    if (reg_reserve(CC__HOOK_KINDS) != 0) goto fail;
+    for (int k = 0; k < CC__HOOK_KINDS; k++)
+        if (sub_fn(sub, k) && !(snap[k] = snap_copy(atomic_load(&set->chain[k].snap), 1)))
+            goto fail;
+    cc_hook_handle_t h = g_next_handle++;
+    /* PRE last: an op that ran this PRE finds the rest published (see chain.h). */
+    for (int k = CC__HOOK_KINDS - 1; k >= 0; k--) {
+        if (!snap[k]) continue;
+        unsigned f = k == CC__HOOK_ABORT ? flags : 0u;
+        snap[k]->hooks[snap[k]->n++] =
+            (struct cc__hook){h, sub_fn(sub, k), user, f, k == CC__HOOK_ABORT ? -1 : slot};
+        g_reg[g_nreg++] = (struct reg){h, set, k, slot, owner};
+        publish(&set->chain[k], snap[k]);
+    }
+    pthread_mutex_unlock(&g_write_lock);
+    *out = h;
+    return CC_OK;
+fail:
+    pthread_mutex_unlock(&g_write_lock);
+    for (int k = 0; k < CC__HOOK_KINDS; k++)
+        free(snap[k]);
+    /* A full set is the caller's to say: it knows the communicator's name. */
+    if (st == CC_ERR_NO_MEMORY)
+        cc_log_error(CC_SUBSYS_HOOKS, "hooks: out of memory adding a subscriber");
+    return st;
+}
+
+int cc__hook_slot(cc_hook_handle_t handle)
+{
+    int slot = -1;
+    pthread_mutex_lock(&g_write_lock);
+    for (size_t i = 0; i < g_nreg && slot < 0; i++)
+        if (g_reg[i].handle == handle) slot = g_reg[i].slot;
+    pthread_mutex_unlock(&g_write_lock);
+    return slot;
 }
 
 /* Publish a copy of the chain without `handle`. Called with the write lock. */
@@ -164,17 +258,22 @@ static void chain_without(cc__chain_t *chain, cc_hook_handle_t handle)
 
 cc_status_t cc__hook_remove(cc_hook_handle_t handle)
 {
+    int found = 0;
     pthread_mutex_lock(&g_write_lock);
-    for (size_t i = 0; i < g_nreg; i++) {
-        if (g_reg[i].handle != handle) continue;
-        struct reg r = g_reg[i];
-        g_reg[i] = g_reg[--g_nreg];
-        chain_without(&r.set->chain[r.kind], handle);
-        pthread_mutex_unlock(&g_write_lock);
-        return CC_OK;
+    /* Kind by kind from PRE: a subscriber's PRE goes first, so no op starts a token it
+     * would not see the end of while the rest go. */
+    for (int k = 0; k < CC__HOOK_KINDS; k++) {
+        for (size_t i = 0; i < g_nreg; i++) {
+            if (g_reg[i].handle != handle || g_reg[i].kind != k) continue;
+            struct reg r = g_reg[i];
+            g_reg[i] = g_reg[--g_nreg];
+            chain_without(&r.set->chain[r.kind], handle);
+            found = 1;
+            break;
+        }
     }
     pthread_mutex_unlock(&g_write_lock);
-    return CC_ERR_NOT_FOUND;
+    return found ? CC_OK : CC_ERR_NOT_FOUND;
 }
 
 void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner)
@@ -188,50 +287,69 @@ void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner)
     pthread_mutex_unlock(&g_write_lock);
 }
 
-/* Run one snapshot of PRE hooks; returns the first veto. */
-static cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op)
+/* Run one snapshot of PRE hooks; returns the first veto. A subscriber's slot
+ * records it ran (its handle) before it runs: a vetoing subscriber gets its POST. */
+static cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
+                                cc__hook_tokens_t *tok)
 {
     for (uint32_t i = 0; s && i < s->n; i++) {
-        cc_pre_hook_fn fn =
-            (cc_pre_hook_fn)__atomic_load_n(&s->hooks[i].fn, __ATOMIC_RELAXED);
+        const struct cc__hook *h = &s->hooks[i];
+        void (*fn)(void) = __atomic_load_n(&h->fn, __ATOMIC_RELAXED);
         if (!fn) continue;
-        cc_status_t st = fn(op, s->hooks[i].user);
+        cc_status_t st;
+        if (h->slot < 0) {
+            st = ((cc_pre_hook_fn)fn)(op, h->user);
+        } else {
+            tok->owner[h->slot] = h->handle;
+            tok->token[h->slot] = NULL;
+            st = ((cc_sub_pre_fn)fn)(op, h->user, &tok->token[h->slot]);
+        }
         if (st != CC_OK) return st;
     }
     return CC_OK;
 }
 
-cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op)
+cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op,
+                              cc__hook_tokens_t *tok)
 {
     if (!cc__hooks_any(local, CC__HOOK_PRE)) return CC_OK;
-    int tok = cc__hooks_read_lock();
+    int rd = cc__hooks_read_lock();
     struct run_frame f = {local, t_runs};
     t_runs = &f;
-    cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op);
-    if (st == CC_OK && local) st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op);
+    cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op, tok);
+    if (st == CC_OK && local)
+        st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op, tok);
     t_runs = f.up;
-    cc__hooks_read_unlock(tok);
+    cc__hooks_read_unlock(rd);
     return st;
 }
 
-static void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op)
+/* A subscriber runs only for an op whose PRE it ran, with the token it set there. */
+static void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
+                        const cc__hook_tokens_t *tok)
 {
     for (uint32_t i = 0; s && i < s->n; i++) {
-        cc_op_hook_fn fn = (cc_op_hook_fn)__atomic_load_n(&s->hooks[i].fn, __ATOMIC_RELAXED);
-        if (fn) fn(op, s->hooks[i].user);
+        const struct cc__hook *h = &s->hooks[i];
+        void (*fn)(void) = __atomic_load_n(&h->fn, __ATOMIC_RELAXED);
+        if (!fn) continue;
+        if (h->slot < 0)
+            ((cc_op_hook_fn)fn)(op, h->user);
+        else if (tok->owner[h->slot] == h->handle)
+            ((cc_sub_op_fn)fn)(op, h->user, tok->token[h->slot]);
     }
 }
 
-void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op)
+void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
+                      const cc__hook_tokens_t *tok)
 {
     if (!cc__hooks_any(local, kind)) return;
-    int tok = cc__hooks_read_lock();
+    int rd = cc__hooks_read_lock();
     struct run_frame f = {local, t_runs};
     t_runs = &f;
-    run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op);
-    if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op);
+    run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op, tok);
+    if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op, tok);
     t_runs = f.up;
-    cc__hooks_read_unlock(tok);
+    cc__hooks_read_unlock(rd);
 }
 
 static void run_abort_snap(const struct cc__hook_snap *s, const cc_abort_info_t *info,

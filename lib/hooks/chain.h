@@ -11,6 +11,14 @@
  * The layer knows nothing of communicators: a chain is owned by whoever
  * embeds it (the process-wide set, or one communicator), and an owner
  * pointer lets the core remove all hooks of a communicator at destroy.
+ *
+ * Subscribers (cc_hook_add_subscriber) put one entry on each chain, all
+ * under one handle and one token slot. The op carries a cc__hook_tokens_t:
+ * the PRE runner writes, in the subscriber's slot, its handle and the token
+ * its pre callback set; the later runners call a subscriber only where the
+ * op's slot holds that same handle, with that token. Handles are never
+ * reused, so a slot taken over by a newer subscriber, or one added after
+ * the op's PRE, never sees an older op's token.
  */
 #ifndef CC_HOOKS_CHAIN_H
 #define CC_HOOKS_CHAIN_H
@@ -31,10 +39,21 @@ enum cc__hook_kind {
 
 struct cc__hook {
     cc_hook_handle_t handle;
-    void (*fn)(void); /* cast back according to the chain's kind */
+    void (*fn)(void); /* cast back according to the chain's kind (and slot) */
     void *user;
     unsigned flags;
+    int slot; /* a subscriber's token slot (cc_sub_* callbacks); -1: a plain hook */
 };
+
+/*
+ * The tokens of one op, one slot per subscriber that may see it (global and
+ * its comm's together: CC_HOOK_SUBSCRIBERS). Zeroed memory is "no PRE ran".
+ * Written by the PRE runner only; read by the others.
+ */
+typedef struct cc__hook_tokens {
+    cc_hook_handle_t owner[CC_HOOK_SUBSCRIBERS]; /* whose PRE ran in slot i; 0 = none */
+    void *token[CC_HOOK_SUBSCRIBERS];            /* what that PRE set */
+} cc__hook_tokens_t;
 
 struct cc__hook_snap {
     uint32_t n;
@@ -61,7 +80,19 @@ extern cc__chain_set_t cc__global_hooks;
 cc_status_t cc__hook_add(cc__chain_set_t *set, int kind, void (*fn)(void), void *user,
                          unsigned flags, const void *owner, cc_hook_handle_t *out);
 
-/* Remove by handle; waits until no reader can still run it. */
+/*
+ * Add a subscriber to `set`: an entry on every chain it has a callback for
+ * (PRE always, so the op records it saw PRE), one handle, one token slot
+ * free in `set` and in every set an op of `set` also runs (the global set
+ * runs for every op). Published PRE last, so an op whose PRE ran it finds
+ * its START, POST and WAIT entries already there. Returns CC_OK,
+ * CC_ERR_BUSY (no slot free; not logged), CC_ERR_NO_MEMORY (logged).
+ */
+cc_status_t cc__hook_add_subscriber(cc__chain_set_t *set, const cc_subscriber_t *sub, void *user,
+                                    unsigned flags, const void *owner, cc_hook_handle_t *out);
+
+/* Remove by handle (every entry of a subscriber, PRE first); waits until no
+ * reader can still run it. */
 cc_status_t cc__hook_remove(cc_hook_handle_t handle);
 
 /* Remove every hook tagged with `owner` and free the set's snapshots.
@@ -85,11 +116,27 @@ int cc__hooks_running(const cc__chain_set_t *set);
 /*
  * Run the chains of a kind: the global set first, then `local` (may be
  * NULL). The PRE runner stops at the first veto and returns it; others
- * return nothing. The abort runner with signal_ctx != 0 runs only hooks
- * flagged CC_HOOK_SIGNAL_SAFE.
+ * return nothing. `tok` is the op's token record (never NULL): PRE fills
+ * it, the others read it. The abort runner with signal_ctx != 0 runs only
+ * hooks flagged CC_HOOK_SIGNAL_SAFE.
  */
-cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op);
-void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op);
+cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op,
+                              cc__hook_tokens_t *tok);
+void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
+                      const cc__hook_tokens_t *tok);
+
+/* The token subscriber `handle` set in the op's PRE, or NULL when it did not
+ * see that PRE. For a subscriber's own use off its callbacks (the recorder's
+ * id for an op's GPU times). */
+static inline void *cc__hook_token(const cc__hook_tokens_t *tok, cc_hook_handle_t handle, int slot)
+{
+    return slot >= 0 && slot < CC_HOOK_SUBSCRIBERS && handle && tok->owner[slot] == handle
+               ? tok->token[slot]
+               : NULL;
+}
+
+/* The token slot of subscriber `handle`, or -1. Takes the write lock: not on the op path. */
+int cc__hook_slot(cc_hook_handle_t handle);
 void cc__hooks_run_abort(const cc__chain_set_t *local, const cc_abort_info_t *info,
                          int signal_ctx);
 

@@ -21,8 +21,8 @@
 #include "base/config.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "hooks/chain.h"
 #include "recorder/modules.h"
-#include "engine/op.h"
 #include "recorder/opclass.h"
 #include "recorder/paths.h"
 #include "recorder/recorder.h"
@@ -32,8 +32,9 @@
 
 static cc__fr_ring_t *g_ring; /* NULL = off; read with acquire on the op path */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
-static cc_hook_handle_t g_hooks[4];
-static int g_subscribed;
+/* The subscription: its handle and token slot, read by cc__recorder_id on any thread. */
+static cc_hook_handle_t g_sub;
+static int g_slot = -1;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t t_tid; /* this thread's kernel id, 0 = not asked yet */
 
@@ -88,12 +89,19 @@ static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
     return slot;
 }
 
-cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user)
+/* The token is the entry's record id: a number, never a pointer to free. */
+_Static_assert(sizeof(void *) >= sizeof(uint64_t), "a record id must fit in a hook token");
+
+static inline uint64_t rec_of(void *token)
 {
-    cc__op_t *op = cc__op_of(info);
+    return (uint64_t)(uintptr_t)token;
+}
+
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user, void **token)
+{
     cc__fr_ring_t *r = ring();
     /* Cleared first: START and POST must not act on a stale id. */
-    op->rec_id = 0;
+    *token = NULL;
     if (!r) return CC_OK;
     int slot = cc__fr_comm_find(info->comm_id);
     /* COMM_INIT re-registers: a comm id may come back after its destroy. */
@@ -104,16 +112,16 @@ cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user)
     cc__fr_entry_fill(&e, info, slot, my_tid(), t);
     uint64_t frames[CC__FR_MAX_FRAMES];
     if (r->stack_depth) e.nframes = (uint8_t)cc__fr_stack_capture(frames, r->stack_depth);
-    op->rec_id = cc__fr_ring_pre(r, &e, frames);
+    *token = (void *)(uintptr_t)cc__fr_ring_pre(r, &e, frames);
     if (is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
     (void)user;
     return CC_OK;
 }
 
-void cc__recorder_on_start(const cc_op_info_t *info, void *user)
+void cc__recorder_on_start(const cc_op_info_t *info, void *user, void *token)
 {
-    uint64_t rid = cc__op_of(info)->rec_id;
+    uint64_t rid = rec_of(token);
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
     cc__fr_update_t u = {.state = CC__FR_STARTED,
@@ -127,9 +135,9 @@ void cc__recorder_on_start(const cc_op_info_t *info, void *user)
     (void)user;
 }
 
-void cc__recorder_on_post(const cc_op_info_t *info, void *user)
+void cc__recorder_on_post(const cc_op_info_t *info, void *user, void *token)
 {
-    uint64_t rid = cc__op_of(info)->rec_id;
+    uint64_t rid = rec_of(token);
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
     /* t_start again: an op that never reported START still gets its time. */
@@ -148,6 +156,12 @@ void cc__recorder_on_post(const cc_op_info_t *info, void *user)
     if (info->type == CC_OP_COMM_DESTROY)
         cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_DESTROYED, 0);
     (void)user;
+}
+
+uint64_t cc__recorder_id(const cc__hook_tokens_t *tokens)
+{
+    cc_hook_handle_t h = __atomic_load_n(&g_sub, __ATOMIC_ACQUIRE);
+    return h ? rec_of(cc__hook_token(tokens, h, __atomic_load_n(&g_slot, __ATOMIC_RELAXED))) : 0;
 }
 
 void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
@@ -252,30 +266,31 @@ void cc__recorder_ring_release(void)
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Handles are kept to remove exactly our hooks (a user's stay). */
+/* The handle is kept to remove exactly our subscription (a user's hooks stay). */
 static void unsubscribe(void)
 {
-    for (int i = 0; i < 4; i++)
-        if (g_hooks[i]) cc_hook_remove(g_hooks[i]);
-    memset(g_hooks, 0, sizeof(g_hooks));
-    g_subscribed = 0;
+    cc_hook_handle_t h = __atomic_exchange_n(&g_sub, 0, __ATOMIC_ACQ_REL);
+    if (h) cc_hook_remove(h);
+    __atomic_store_n(&g_slot, -1, __ATOMIC_RELAXED);
 }
 
-/* Add the four subscribers for all comms, once per process. */
+/* Subscribe for all comms, once per process: one registration, the record id as token. */
 static cc_status_t subscribe(void)
 {
-    if (g_subscribed) return CC_OK;
-    cc_status_t st = cc_hook_add_pre(NULL, cc__recorder_on_pre, NULL, 0, &g_hooks[0]);
-    if (st == CC_OK) st = cc_hook_add_start(NULL, cc__recorder_on_start, NULL, 0, &g_hooks[1]);
-    if (st == CC_OK) st = cc_hook_add_post(NULL, cc__recorder_on_post, NULL, 0, &g_hooks[2]);
-    if (st == CC_OK)
-        st = cc_hook_add_abort(NULL, cc__recorder_on_abort, NULL, CC_HOOK_SIGNAL_SAFE, &g_hooks[3]);
+    if (__atomic_load_n(&g_sub, __ATOMIC_RELAXED)) return CC_OK;
+    static const cc_subscriber_t sub = {.pre = cc__recorder_on_pre,
+                                        .start = cc__recorder_on_start,
+                                        .post = cc__recorder_on_post,
+                                        .abort = cc__recorder_on_abort};
+    cc_hook_handle_t h = 0;
+    cc_status_t st = cc_hook_add_subscriber(NULL, &sub, NULL, CC_HOOK_SIGNAL_SAFE, &h);
     if (st != CC_OK) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot add its hooks: %s", cc_status_str(st));
-        unsubscribe();
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot subscribe: %s", cc_status_str(st));
         return st;
     }
-    g_subscribed = 1;
+    /* Slot before handle (release): a reader that sees the handle sees its slot. */
+    __atomic_store_n(&g_slot, cc__hook_slot(h), __ATOMIC_RELAXED);
+    __atomic_store_n(&g_sub, h, __ATOMIC_RELEASE);
     return CC_OK;
 }
 

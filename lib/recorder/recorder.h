@@ -15,13 +15,14 @@
 
 #include "ccomm/hooks.h"
 #include "ccomm/status.h"
+#include "hooks/chain.h"
 
 /*
  * Create the ring file and subscribe to every comm's chains. Called once
  * per process by the core when the first (world) communicator exists,
  * before its COMM_INIT passes the door (a comm first seen later is still
- * registered, by its first op). The core must zero cc__op_t.rec_id of new
- * ops (cc__op_prepare's memset does).
+ * registered, by its first op). It subscribes through the public hook API
+ * (cc_hook_add_subscriber) like any user; its per-op state is its token.
  * capacity 0 (CCOMM_RECORDER_ENTRIES=0) turns the recorder off: CC_OK, nothing made.
  * A failure to create the file is logged and returns an error; the core
  * goes on without a recorder. A second open while open: CC_ERR_INVALID_USAGE.
@@ -50,22 +51,29 @@ void cc__recorder_mark_signal(int signo);
 const char *cc__recorder_path(void);
 
 /*
- * The subscribers that cc__recorder_open adds to every comm's chains
- * (exposed for tests and the benchmark, which call them with cc__op_t
- * objects of their own). Each returns at once when the recorder is off.
- * on_pre sets cc__op_of(op)->rec_id (0 = not recorded); on_start and on_post
- * use it. No lock, allocation, syscall or formatting, except the first op
+ * The callbacks of the subscriber cc__recorder_open adds for every comm
+ * (exposed for tests and the benchmark, which call them directly). Each
+ * returns at once when the recorder is off. on_pre sets *token to the op's
+ * record id (NULL = not recorded); on_start and on_post take it back. No lock, allocation, syscall or formatting, except the first op
  * of a comm the recorder has not seen (registers it) and the first op of a
  * thread (caches its id). on_abort is async-signal-safe.
  */
-cc_status_t cc__recorder_on_pre(const cc_op_info_t *op, void *user);
-void cc__recorder_on_start(const cc_op_info_t *op, void *user);
-void cc__recorder_on_post(const cc_op_info_t *op, void *user);
+cc_status_t cc__recorder_on_pre(const cc_op_info_t *op, void *user, void **token);
+void cc__recorder_on_start(const cc_op_info_t *op, void *user, void *token);
+void cc__recorder_on_post(const cc_op_info_t *op, void *user, void *token);
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);
 
 /*
+ * The record id of an op from its token record (the op's `tokens`): what the
+ * recorder's subscription set in that op's PRE, 0 when it did not record it
+ * (off, or subscribed after the op's PRE). For cc__recorder_gpu's callers.
+ * Two loads and a compare; any thread.
+ */
+uint64_t cc__recorder_id(const cc__hook_tokens_t *tokens);
+
+/*
  * The true GPU times (monotonic ns) of the kernels of the op recorded as
- * `rec_id`, and what ran them (NCCL's algorithm/protocol, or "cupti"), from
+ * `rec_id` (cc__recorder_id), and what ran them (NCCL's algorithm/protocol, or "cupti"), from
  * the CUDA plugin once CUPTI or NCCL's profiler reported them, possibly
  * after the op's POST. Dropped if the slot was reused. No lock, allocation
  * or syscall. Any thread.

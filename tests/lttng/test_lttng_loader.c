@@ -138,9 +138,10 @@ static void run_all_chains(void)
 {
     for (int t = 0; t < CC_OP_TYPE_COUNT; t++) {
         cc_op_info_t op = sample_op((cc_op_type_t)t);
-        assert_int_equal(cc__hooks_run_pre(NULL, &op), CC_OK);
-        cc__hooks_run_op(CC__HOOK_START, NULL, &op);
-        cc__hooks_run_op(CC__HOOK_POST, NULL, &op);
+        cc__hook_tokens_t tok = {0};
+        assert_int_equal(cc__hooks_run_pre(NULL, &op, &tok), CC_OK);
+        cc__hooks_run_op(CC__HOOK_START, NULL, &op, &tok);
+        cc__hooks_run_op(CC__HOOK_POST, NULL, &op, &tok);
     }
     cc_op_info_t op = sample_op(CC_OP_ALLREDUCE);
     cc_abort_info_t a = {.comm_id = 1,

@@ -16,6 +16,7 @@
 #include "hooks/chain.h"
 
 static cc__chain_set_t set;
+static cc__hook_tokens_t tok; /* the ops' token record: these plain hooks leave it empty */
 static char trace[64];
 static size_t ntrace;
 
@@ -56,22 +57,22 @@ static void test_order_and_remove(void **state)
                      CC_OK);
     assert_int_equal(cc__hook_add(&set, CC__HOOK_POST, (void (*)(void))mark, "b", 0, &set, &b),
                      CC_OK);
-    cc__hooks_run_op(CC__HOOK_POST, &set, &op);
+    cc__hooks_run_op(CC__HOOK_POST, &set, &op, &tok);
     assert_string_equal(trace, "gab"); /* global first, then per-comm, in order added */
     assert_int_equal(cc__hook_remove(a), CC_OK);
     assert_int_equal(cc__hook_remove(a), CC_ERR_NOT_FOUND); /* idempotent */
     assert_int_equal(cc__hook_remove(987654321), CC_ERR_NOT_FOUND);
     reset();
-    cc__hooks_run_op(CC__HOOK_POST, &set, &op);
+    cc__hooks_run_op(CC__HOOK_POST, &set, &op, &tok);
     assert_string_equal(trace, "gb");
     reset();
-    cc__hooks_run_op(CC__HOOK_START, &set, &op); /* other kinds are separate chains */
+    cc__hooks_run_op(CC__HOOK_START, &set, &op, &tok); /* other kinds are separate chains */
     assert_string_equal(trace, "");
     assert_int_equal(cc__hook_remove(g), CC_OK);
     cc__hooks_drop_owner(&set, &set);
     assert_int_equal(cc__hook_remove(b), CC_ERR_NOT_FOUND); /* dropped with its owner */
     reset();
-    cc__hooks_run_op(CC__HOOK_POST, &set, &op);
+    cc__hooks_run_op(CC__HOOK_POST, &set, &op, &tok);
     assert_string_equal(trace, "");
     assert_false(cc__hooks_any(&set, CC__HOOK_POST));
 }
@@ -85,10 +86,10 @@ static void test_veto_stops_chain(void **state)
     assert_int_equal(cc__hook_add(&set, CC__HOOK_PRE, (void (*)(void))pass, "1", 0, &set, &h1), 0);
     assert_int_equal(cc__hook_add(&set, CC__HOOK_PRE, (void (*)(void))veto, "2", 0, &set, &h2), 0);
     assert_int_equal(cc__hook_add(&set, CC__HOOK_PRE, (void (*)(void))pass, "3", 0, &set, &h3), 0);
-    assert_int_equal(cc__hooks_run_pre(&set, &op), CC_ERR_INVALID_USAGE);
+    assert_int_equal(cc__hooks_run_pre(&set, &op, &tok), CC_ERR_INVALID_USAGE);
     assert_string_equal(trace, "12");
     cc__hooks_drop_owner(&set, &set);
-    assert_int_equal(cc__hooks_run_pre(&set, &op), CC_OK);
+    assert_int_equal(cc__hooks_run_pre(&set, &op, &tok), CC_OK);
 }
 
 static int in_hook_seen;
@@ -106,7 +107,7 @@ static void test_in_hook_flag(void **state)
     cc_hook_handle_t h;
     assert_int_equal(cc__hook_add(&set, CC__HOOK_WAIT, (void (*)(void))probe, NULL, 0, &set, &h), 0);
     assert_false(cc__hooks_in_hook());
-    cc__hooks_run_op(CC__HOOK_WAIT, &set, &op);
+    cc__hooks_run_op(CC__HOOK_WAIT, &set, &op, &tok);
     assert_true(in_hook_seen);
     assert_false(cc__hooks_in_hook());
     cc__hooks_drop_owner(&set, &set);
@@ -159,7 +160,7 @@ static void *runner(void *arg)
 {
     (void)arg;
     cc_op_info_t op = {0};
-    while (!atomic_load(&stop)) cc__hooks_run_op(CC__HOOK_POST, &set, &op);
+    while (!atomic_load(&stop)) cc__hooks_run_op(CC__HOOK_POST, &set, &op, &tok);
     return NULL;
 }
 

@@ -20,7 +20,7 @@ allowed() {
     engine) echo "engine base hooks bootstrap" ;;
     transport) echo "transport base bootstrap" ;;
     clog) echo "clog base hooks" ;;
-    recorder) echo "recorder base hooks engine bootstrap" ;;
+    recorder) echo "recorder base hooks" ;;
     native) echo "native base engine hooks bootstrap transport kernels" ;;
     core) echo "core native recorder clog transport engine hooks bootstrap kernels base" ;;
     esac

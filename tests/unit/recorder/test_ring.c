@@ -39,11 +39,11 @@ static void test_states(void **state)
     rec_op(&d, CC_OP_SEND, 7, 4, 1);
     rec_run(&d, CC_ERR_PEER_LOST);
     rec_op(&e, CC_OP_BROADCAST, 7, 5, 4);
-    cc__recorder_on_pre(&e.info, NULL);
-    assert_int_not_equal(e.rec_id, 0);
+    cc__recorder_on_pre(&e.info, NULL, &REC_TOK(&e));
+    assert_int_not_equal(REC_ID(&e), 0);
     rec_op(&f, CC_OP_BARRIER, 7, 6, 5);
-    cc__recorder_on_pre(&f.info, NULL);
-    cc__recorder_on_start(&f.info, NULL);
+    cc__recorder_on_pre(&f.info, NULL, &REC_TOK(&f));
+    cc__recorder_on_start(&f.info, NULL, REC_TOK(&f));
 
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->nentries, 6);
@@ -83,7 +83,7 @@ static void test_wrap_around(void **state)
     for (uint64_t i = 1; i <= 20; i++) {
         rec_op(&op, CC_OP_ALLREDUCE, 7, i, i);
         rec_run(&op, CC_OK);
-        assert_int_equal(op.rec_id, i);
+        assert_int_equal(REC_ID(&op), i);
     }
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->nentries, 8);
@@ -119,17 +119,17 @@ static void test_late_update_dropped(void **state)
     assert_int_equal(rec_open(4, 0), CC_OK);
     cc__op_t late, op;
     rec_op(&late, CC_OP_ALLREDUCE, 7, 100, 1);
-    cc__recorder_on_pre(&late.info, NULL);
-    assert_int_equal(late.rec_id, 1);
+    cc__recorder_on_pre(&late.info, NULL, &REC_TOK(&late));
+    assert_int_equal(REC_ID(&late), 1);
     /* Four more PREs: record 5 takes slot 0, the late op's slot. */
     for (uint64_t i = 2; i <= 5; i++) {
         rec_op(&op, CC_OP_ALLREDUCE, 7, 100 + i, i);
-        cc__recorder_on_pre(&op.info, NULL);
+        cc__recorder_on_pre(&op.info, NULL, &REC_TOK(&op));
     }
     late.info.algorithm = "late";
-    cc__recorder_on_start(&late.info, NULL);
+    cc__recorder_on_start(&late.info, NULL, REC_TOK(&late));
     late.info.status = CC_ERR_TIMEOUT;
-    cc__recorder_on_post(&late.info, NULL);
+    cc__recorder_on_post(&late.info, NULL, REC_TOK(&late));
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->hdr.dropped, 2);
     assert_null(find_op(s, 100));
@@ -153,17 +153,17 @@ static void test_abort_marks_unfinished(void **state)
     rec_op(&done, CC_OP_ALLREDUCE, 7, 1, 1);
     rec_run(&done, CC_OK);
     rec_op(&sched, CC_OP_ALLREDUCE, 7, 2, 2);
-    cc__recorder_on_pre(&sched.info, NULL);
+    cc__recorder_on_pre(&sched.info, NULL, &REC_TOK(&sched));
     rec_op(&started, CC_OP_SEND, 7, 3, 1);
-    cc__recorder_on_pre(&started.info, NULL);
-    cc__recorder_on_start(&started.info, NULL);
+    cc__recorder_on_pre(&started.info, NULL, &REC_TOK(&started));
+    cc__recorder_on_start(&started.info, NULL, REC_TOK(&started));
     rec_op(&other, CC_OP_ALLREDUCE, 8, 4, 1);
-    cc__recorder_on_pre(&other.info, NULL);
+    cc__recorder_on_pre(&other.info, NULL, &REC_TOK(&other));
     cc_abort_info_t ab = {NULL, 7, "world", 0, 2, CC_ERR_TIMEOUT, "op 2 timed out", NULL, 0};
     cc__recorder_on_abort(&ab, NULL);
     /* The core then fails the pending ops. */
     started.info.status = CC_ERR_ABORTED;
-    cc__recorder_on_post(&started.info, NULL);
+    cc__recorder_on_post(&started.info, NULL, REC_TOK(&started));
 
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(find_op(s, 1)->flags & CC__FR_EF_ABORT_SEEN, 0);
@@ -318,14 +318,65 @@ static void test_recorder_off(void **state)
     assert_null(cc_recorder_ring_path());
     cc__op_t op;
     rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 1);
-    op.rec_id = 42; /* stale scratch must be cleared */
+    REC_TOK(&op) = (void *)(uintptr_t)42; /* a stale token must be cleared */
     rec_run(&op, CC_OK);
-    assert_int_equal(op.rec_id, 0);
+    assert_null(REC_TOK(&op));
     assert_int_equal(cc_recorder_dump(NULL), CC_ERR_INVALID_USAGE);
     cc__recorder_mark_signal(SIGSEGV); /* harmless when off */
     char sub[320];
     snprintf(sub, sizeof(sub), "%s/rings", rec_dir);
     assert_int_not_equal(access(sub, F_OK), 0); /* nothing was created */
+}
+
+/*
+ * The recorder as the door meets it: subscribed through the chains, its
+ * record id is its token, in its own slot of the op (cc__recorder_id reads
+ * it back, for the GPU times), and START and POST find the entry by it. A
+ * plain PRE hook that vetoes after it still leaves the op recorded as
+ * failed, not pending.
+ */
+static cc_status_t veto_all(const cc_op_info_t *op, void *user)
+{
+    (void)op, (void)user;
+    return CC_ERR_INVALID_USAGE;
+}
+
+static void test_subscribed_token(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    assert_int_equal(cc__recorder_add_comm(7, 0, "world", 0, 2, world2), 0);
+    cc__op_t op, vetoed;
+    rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 1);
+    assert_int_equal(cc__hooks_run_pre(NULL, &op.info, &op.tokens), CC_OK);
+    uint64_t rid = cc__recorder_id(&op.tokens);
+    assert_int_equal(rid, 1);
+    op.info.algorithm = "ring";
+    cc__hooks_run_op(CC__HOOK_START, NULL, &op.info, &op.tokens);
+    op.info.status = CC_OK;
+    cc__hooks_run_op(CC__HOOK_POST, NULL, &op.info, &op.tokens);
+    cc__recorder_gpu(rid, 100, 200, "cupti");
+    cc_hook_handle_t hv;
+    assert_int_equal(cc_hook_add_pre(NULL, veto_all, NULL, 0, &hv), CC_OK);
+    rec_op(&vetoed, CC_OP_ALLREDUCE, 7, 2, 2);
+    assert_int_equal(cc__hooks_run_pre(NULL, &vetoed.info, &vetoed.tokens), CC_ERR_INVALID_USAGE);
+    vetoed.info.status = CC_ERR_INVALID_USAGE;
+    cc__hooks_run_op(CC__HOOK_POST, NULL, &vetoed.info, &vetoed.tokens);
+    assert_int_equal(cc_hook_remove(hv), CC_OK);
+    /* An op record the recorder never saw (no PRE) has no id. */
+    cc__hook_tokens_t none = {0};
+    assert_int_equal(cc__recorder_id(&none), 0);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->nentries, 2);
+    const cc__fr_entry_t *x = find_op(s, 1);
+    assert_int_equal(x->state, CC__FR_COMPLETED);
+    assert_string_equal(x->algorithm, "ring");
+    assert_int_equal(x->gpu_start_ns, 100);
+    assert_string_equal(x->gpu_kernel, "cupti");
+    assert_int_equal(find_op(s, 2)->state, CC__FR_FAILED);
+    cc__fr_snapshot_free(s);
+    cc__recorder_close();
+    assert_int_equal(cc__recorder_id(&op.tokens), 0); /* unsubscribed: no longer its token */
 }
 
 static void test_bad_open(void **state)
@@ -354,6 +405,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_ring_prefaulted, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_subscribed_token, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
