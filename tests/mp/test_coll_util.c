@@ -57,9 +57,14 @@ static double as_dtype(double v, cc_dtype_t dt)
     return tc_get(tmp, dt, 0);
 }
 
+int tc_is_int(cc_dtype_t dt)
+{
+    return dt != CC_FLOAT16 && dt != CC_BFLOAT16 && dt != CC_FLOAT32 && dt != CC_FLOAT64;
+}
+
 static double premul(double x, cc_dtype_t dt)
 {
-    if (dt <= CC_UINT64) return trunc(x * TC_PREMUL);
+    if (tc_is_int(dt)) return trunc(x * TC_PREMUL);
     return dt == CC_FLOAT64 ? x * TC_PREMUL : (double)((float)x * (float)TC_PREMUL);
 }
 
@@ -96,7 +101,7 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
             acc += x;
         }
     }
-    if (op == CC_AVG && dt <= CC_UINT64)
+    if (op == CC_AVG && tc_is_int(dt))
         acc = trunc(acc / n);
     else if (op == CC_AVG)
         acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);
@@ -107,6 +112,7 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
 typedef union {
     int8_t i8;
     uint8_t u8;
+    int16_t i16;
     int32_t i32;
     uint32_t u32;
     int64_t i64;
@@ -125,6 +131,12 @@ void tc_put(void *buf, cc_dtype_t dt, size_t i, double v)
         break;
     case CC_UINT8:
         u.u8 = (uint8_t)v;
+        break;
+    case CC_INT16:
+        u.i16 = (int16_t)v;
+        break;
+    case CC_UINT16:
+        u.h = (uint16_t)v;
         break;
     case CC_INT32:
         u.i32 = (int32_t)v;
@@ -163,6 +175,10 @@ double tc_get(const void *buf, cc_dtype_t dt, size_t i)
         return u.i8;
     case CC_UINT8:
         return u.u8;
+    case CC_INT16:
+        return u.i16;
+    case CC_UINT16:
+        return u.h;
     case CC_INT32:
         return u.i32;
     case CC_UINT32:
