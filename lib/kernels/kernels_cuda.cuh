@@ -147,7 +147,8 @@ CCD_INT_KIND(k_i64, int64_t, uint64_t, int64_t, -9223372036854775808.0, 92233720
 CCD_INT_KIND(k_u64, uint64_t, uint64_t, uint64_t, 0.0, 18446744073709551616.0, UINT64_MAX)
 #undef CCD_INT_KIND
 
-/* (The host divides 8-, 16- and 32-bit integers in double, which it proves exact: the same results.) */
+/* (The host divides 8-, 16- and 32-bit integers in double, which it proves exact: the same
+ * results.) */
 
 struct k_f32 {
     typedef float storage;

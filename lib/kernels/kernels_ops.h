@@ -33,7 +33,7 @@
     }                                                                                              \
     static inline T cc__k_PROD_##CK(T x, T y)                                                      \
     {                                                                                              \
-        return (T)(1u * x * y);                                                                         \
+        return (T)(1u * x * y);                                                                    \
     }                                                                                              \
     static inline T cc__k_BAND_##CK(T x, T y)                                                      \
     {                                                                                              \

@@ -171,7 +171,7 @@ const char *cc__nccl_errstr(const cc__nccl_lib_t *lib, ncclResult_t r)
  * cc__nccl_redop refuses to reduce them. cc__nccl_dtype_back finds float16 first.
  */
 static const ncclDataType_t dtypes[CC_DTYPE_COUNT] = {
-    ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
+    ncclInt8,    ncclUint8,    ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
     ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclFloat16, ncclFloat16,
 };
 _Static_assert(CC_INT8 == 0 && CC_BFLOAT16 == 7 && CC_FLOAT64 == 9 && CC_UINT16 == 11 &&

@@ -130,7 +130,8 @@ def kill(tmp):
         named = "rank %d was waiting for rank %d (comm rank %d, world rank %d)" % (
             k.rank, victim, victim, victim)
         if k.rc != 1 or "ERR_PEER_LOST" not in k.err or named not in k.err:
-            print("kill: rank %d exit %s (want 1 with ERR_PEER_LOST and %r)" % (k.rank, k.rc, named))
+            print("kill: rank %d exit %s (want 1 with ERR_PEER_LOST and %r)"
+                  % (k.rank, k.rc, named))
             sys.stdout.write(k.err[-2000:])
             ok = False
     print("kill: %s in %.1f s (ranks' exits %s)" % ("ok" if ok else "FAILED", took,
