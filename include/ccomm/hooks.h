@@ -77,7 +77,10 @@ typedef struct cc_abort_info {
     int rank;
     int size;
     cc_status_t reason;         /* CC_ERR_TIMEOUT, CC_ERR_PEER_LOST, CC_ERR_ABORTED, ... */
-    const char *message;        /* the cause in words, never NULL */
+    const char *message;        /* the cause in words, never NULL; a timeout or lost peer
+                                 * says whom the op waited for where the engine knows:
+                                 * "timed out; rank 0 was waiting for rank 2 (comm rank 2,
+                                 * world rank 2)" */
     const cc_op_info_t *op;     /* the op that timed out or failed, or NULL */
     int signal;                 /* the fatal signal on the signal path, else 0 */
 } cc_abort_info_t;

@@ -18,7 +18,8 @@ extern "C" {
 typedef struct cc_comm cc_comm_t;
 typedef struct cc_work cc_work_t;
 
-/* X(name, short name used in logs and clog, size in bytes, PyTorch dtype name) */
+/* X(name, short name used in logs and clog, size in bytes, PyTorch dtype name).
+ * Append only: the numbers are stored (recorder ring, ccdump's model). */
 #define CC_DTYPE_MAP(X)                                                                            \
     X(INT8, "i8", 1, "Char")                                                                       \
     X(UINT8, "u8", 1, "Byte")                                                                      \
@@ -29,7 +30,9 @@ typedef struct cc_work cc_work_t;
     X(FLOAT16, "f16", 2, "Half")                                                                   \
     X(BFLOAT16, "bf16", 2, "BFloat16")                                                             \
     X(FLOAT32, "f32", 4, "Float")                                                                  \
-    X(FLOAT64, "f64", 8, "Double")
+    X(FLOAT64, "f64", 8, "Double")                                                                 \
+    X(INT16, "i16", 2, "Short")                                                                    \
+    X(UINT16, "u16", 2, "UInt16")
 
 typedef enum cc_dtype {
 #define CC__DTYPE_ENUM(name, s, size, torch) CC_##name,

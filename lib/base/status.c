@@ -75,12 +75,13 @@ static const struct {
     const char *name;
     cc_dtype_t dtype;
 } dtype_aliases[] = {
-    {"int8", CC_INT8},       {"char", CC_INT8},          {"uint8", CC_UINT8},
-    {"byte", CC_UINT8},      {"int32", CC_INT32},        {"int", CC_INT32},
-    {"uint32", CC_UINT32},   {"int64", CC_INT64},        {"long", CC_INT64},
-    {"uint64", CC_UINT64},   {"float16", CC_FLOAT16},    {"half", CC_FLOAT16},
-    {"bfloat16", CC_BFLOAT16}, {"float32", CC_FLOAT32},  {"float", CC_FLOAT32},
-    {"float64", CC_FLOAT64}, {"double", CC_FLOAT64},
+    {"int8", CC_INT8},         {"char", CC_INT8},       {"uint8", CC_UINT8},
+    {"byte", CC_UINT8},        {"int32", CC_INT32},     {"int", CC_INT32},
+    {"uint32", CC_UINT32},     {"int64", CC_INT64},     {"long", CC_INT64},
+    {"uint64", CC_UINT64},     {"float16", CC_FLOAT16}, {"half", CC_FLOAT16},
+    {"bfloat16", CC_BFLOAT16}, {"float32", CC_FLOAT32}, {"float", CC_FLOAT32},
+    {"float64", CC_FLOAT64},   {"double", CC_FLOAT64},  {"int16", CC_INT16},
+    {"short", CC_INT16},       {"uint16", CC_UINT16},
 };
 
 cc_status_t cc_dtype_parse(const char *name, cc_dtype_t *out)

@@ -105,11 +105,28 @@ uint64_t cc__hash64(const void *data, size_t len, uint64_t seed)
     return h ? h : 1;
 }
 
+/* why, and the rank the failed op waited for when its engine knows: "timed out; rank 0 was
+ * waiting for rank 2 (comm rank 2, world rank 2)". Kept in the comm, as hooks may keep the
+ * pointer; written once, by the one caller that runs the abort chain. */
+static const char *fail_message(cc_comm_t *comm, cc_status_t status, const cc__op_t *op,
+                                const char *why)
+{
+    int p = op ? op->waited_peer : -1;
+    if ((status != CC_ERR_TIMEOUT && status != CC_ERR_PEER_LOST) || p < 0 || p >= comm->size)
+        return why;
+    snprintf(comm->fail_why, sizeof(comm->fail_why),
+             "%s; rank %d was waiting for rank %d (comm rank %d, world rank %d)",
+             why ? why : cc_status_str(status), comm->rank, p, p,
+             comm->world_ranks ? comm->world_ranks[p] : p);
+    return comm->fail_why;
+}
+
 void cc__comm_fail(cc_comm_t *comm, cc_status_t status, const cc__op_t *op, const char *why)
 {
     int expected = CC_OK;
     atomic_compare_exchange_strong(&comm->error, &expected, (int)status);
     if (atomic_exchange(&comm->abort_ran, 1)) return;
+    why = fail_message(comm, status, op, why);
     if (status == CC_ERR_ABORTED)
         cc_log_info(CC_SUBSYS_CORE, "communicator %s (id %016llx) aborted: %s", comm->name,
                     (unsigned long long)comm->id, why);

@@ -40,6 +40,7 @@ void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type)
     op->info.type = type;
     op->info.root = -1;
     op->info.peer = -1;
+    op->waited_peer = -1;
     op->info.dtype = CC_DTYPE_COUNT;
     op->info.redop = CC_REDOP_COUNT;
     op->info.timeout_ms = comm->timeout_ms;

@@ -58,6 +58,7 @@ struct cc_comm {
 
     _Atomic int error;             /* cc_status_t that broke the comm; CC_OK while healthy */
     _Atomic int abort_ran;         /* the abort chain ran (once) */
+    char fail_why[224];            /* the abort message when it names the rank waited for */
     cc__chain_set_t hooks;         /* this comm's own hooks */
 
     const cc_engine_v1_t *engine;

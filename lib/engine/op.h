@@ -31,6 +31,8 @@ typedef struct cc__op {
     struct cc_comm *comm;       /* owner */
     _Atomic int state;          /* enum cc__op_state */
     uint64_t deadline_ns;       /* CLOCK_MONOTONIC; the op fails with CC_ERR_TIMEOUT after it */
+    int waited_peer;            /* engine: comm rank the op waited for when it failed by timeout
+                                 * or peer loss; -1 unknown. Named in the comm's abort message. */
 
     /* Arguments beyond those in info. */
     const size_t *send_counts;  /* v-collectives: per-rank counts and displacements (elements) */

@@ -20,6 +20,8 @@
 typedef union cc__elem {
     int8_t i8;
     uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
     int32_t i32;
     uint32_t u32;
     int64_t i64;
@@ -36,6 +38,8 @@ static inline void cc__elem_put(void *buf, cc_dtype_t dt, size_t i, double v)
     switch (dt) {
     case CC_INT8: u.i8 = (int8_t)v; break;
     case CC_UINT8: u.u8 = (uint8_t)v; break;
+    case CC_INT16: u.i16 = (int16_t)v; break;
+    case CC_UINT16: u.u16 = (uint16_t)v; break;
     case CC_INT32: u.i32 = (int32_t)v; break;
     case CC_UINT32: u.u32 = (uint32_t)v; break;
     case CC_INT64: u.i64 = (int64_t)v; break;
@@ -60,6 +64,8 @@ static inline double cc__elem_get(const void *buf, cc_dtype_t dt, size_t i)
     switch (dt) {
     case CC_INT8: return u.i8;
     case CC_UINT8: return u.u8;
+    case CC_INT16: return u.i16;
+    case CC_UINT16: return u.u16;
     case CC_INT32: return u.i32;
     case CC_UINT32: return u.u32;
     case CC_INT64: return (double)u.i64;

@@ -224,6 +224,8 @@ extern "C" cc_status_t cc__cuda_reduce(const cc__cuda_reduce_t *r, void *stream)
     switch (r->dtype) {
     case CC_INT8: return by_op<ccd::k_i8, true>(r->op, a, s);
     case CC_UINT8: return by_op<ccd::k_u8, true>(r->op, a, s);
+    case CC_INT16: return by_op<ccd::k_i16, true>(r->op, a, s);
+    case CC_UINT16: return by_op<ccd::k_u16, true>(r->op, a, s);
     case CC_INT32: return by_op<ccd::k_i32, true>(r->op, a, s);
     case CC_UINT32: return by_op<ccd::k_u32, true>(r->op, a, s);
     case CC_INT64: return by_op<ccd::k_i64, true>(r->op, a, s);

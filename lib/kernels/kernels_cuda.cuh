@@ -94,11 +94,13 @@ template <int O, typename C> CC_HD C fop(C x, C y)
     return quiet<C>(x != x ? x : (x >= y ? x : y)); /* MAX */
 }
 
-/* Integers: U is the unsigned type (wrapping arithmetic), S the signed one for MIN/MAX. */
+/* Integers: U is the unsigned type (wrapping arithmetic), S the signed one for MIN/MAX.
+ * PROD multiplies in unsigned at least (1u * x): uint16_t promotes to int, where
+ * 65535 * 65535 overflows. */
 template <int O, typename U, typename S> CC_HD U iop(U x, U y)
 {
     if (O == SUM) return (U)(x + y);
-    if (O == PROD) return (U)(x * y);
+    if (O == PROD) return (U)(1u * x * y);
     if (O == BAND) return (U)(x & y);
     if (O == BOR) return (U)(x | y);
     if (O == BXOR) return (U)(x ^ y);
@@ -136,6 +138,8 @@ template <typename S> CC_HD S iscale(S x, double f, double lo, double top, S max
     };
 CCD_INT_KIND(k_i8, int8_t, uint8_t, int64_t, -128.0, 128.0, INT8_MAX)
 CCD_INT_KIND(k_u8, uint8_t, uint8_t, uint64_t, 0.0, 256.0, UINT8_MAX)
+CCD_INT_KIND(k_i16, int16_t, uint16_t, int64_t, -32768.0, 32768.0, INT16_MAX)
+CCD_INT_KIND(k_u16, uint16_t, uint16_t, uint64_t, 0.0, 65536.0, UINT16_MAX)
 CCD_INT_KIND(k_i32, int32_t, uint32_t, int64_t, -2147483648.0, 2147483648.0, INT32_MAX)
 CCD_INT_KIND(k_u32, uint32_t, uint32_t, uint64_t, 0.0, 4294967296.0, UINT32_MAX)
 CCD_INT_KIND(k_i64, int64_t, uint64_t, int64_t, -9223372036854775808.0, 9223372036854775808.0,
@@ -143,7 +147,8 @@ CCD_INT_KIND(k_i64, int64_t, uint64_t, int64_t, -9223372036854775808.0, 92233720
 CCD_INT_KIND(k_u64, uint64_t, uint64_t, uint64_t, 0.0, 18446744073709551616.0, UINT64_MAX)
 #undef CCD_INT_KIND
 
-/* (The host divides 8- and 32-bit integers in double, which it proves exact: the same results.) */
+/* (The host divides 8-, 16- and 32-bit integers in double, which it proves exact: the same
+ * results.) */
 
 struct k_f32 {
     typedef float storage;

@@ -201,7 +201,7 @@ static inline int cc__kmulti_trivial(void *dst, const void *const *src, int nsrc
     }
 
 /*
- * 8- and 32-bit integers divide in double, which vectorizes where integer
+ * 8-, 16- and 32-bit integers divide in double, which vectorizes where integer
  * division does not, and is exact: for |x| < 2^32 the rounding error of x/v
  * is below 2^-21/v, less than the 1/v that separates a non-integer quotient
  * from the next integer, so truncation gives x / v as C computes it.
@@ -253,6 +253,7 @@ static inline int cc__kmulti_trivial(void *dst, const void *const *src, int nsrc
         [CC_INT64] = CC__KROW_INT(PS, PO, i64, u64), [CC_UINT64] = CC__KROW_INT(PS, PO, u64, u64), \
         [CC_FLOAT16] = CC__KROW_FLT(PS, PO, f16), [CC_BFLOAT16] = CC__KROW_FLT(PS, PO, bf16),      \
         [CC_FLOAT32] = CC__KROW_FLT(PS, PO, f32), [CC_FLOAT64] = CC__KROW_FLT(PS, PO, f64),        \
+        [CC_INT16] = CC__KROW_INT(PS, PO, i16, u16), [CC_UINT16] = CC__KROW_INT(PS, PO, u16, u16), \
     }
 
 #define CC__KPER_DTYPE(P)                                                                          \
@@ -260,6 +261,7 @@ static inline int cc__kmulti_trivial(void *dst, const void *const *src, int nsrc
         [CC_INT8] = P##_i8, [CC_UINT8] = P##_u8, [CC_INT32] = P##_i32, [CC_UINT32] = P##_u32,      \
         [CC_INT64] = P##_i64, [CC_UINT64] = P##_u64, [CC_FLOAT16] = P##_f16,                       \
         [CC_BFLOAT16] = P##_bf16, [CC_FLOAT32] = P##_f32, [CC_FLOAT64] = P##_f64,                  \
+        [CC_INT16] = P##_i16, [CC_UINT16] = P##_u16,                                               \
     }
 
 /* Defines the variant's table; every generated function is reached from it. */

@@ -11,7 +11,7 @@
  * Signed and unsigned integers share the unsigned kinds for SUM, PROD and
  * the bitwise ops (two's complement wraps the same way, and unsigned
  * arithmetic wraps without undefined behaviour); only MIN and MAX need the
- * signed kinds i8, i32, i64.
+ * signed kinds i8, i16, i32, i64.
  *
  * Included only by kernels_gen.h, once per instruction-set variant.
  */
@@ -24,7 +24,8 @@
 
 /* ---- integer operations: wrap on overflow ---------------------------------- */
 
-/* uint8_t operands promote to int; 255 * 255 still fits. */
+/* uint8_t and uint16_t operands promote to int, where 65535 * 65535 would
+ * overflow (undefined): PROD multiplies in unsigned (1u * x) instead. */
 #define CC__KUNSIGNED_OPS(T, CK)                                                                   \
     static inline T cc__k_SUM_##CK(T x, T y)                                                       \
     {                                                                                              \
@@ -32,7 +33,7 @@
     }                                                                                              \
     static inline T cc__k_PROD_##CK(T x, T y)                                                      \
     {                                                                                              \
-        return (T)(x * y);                                                                         \
+        return (T)(1u * x * y);                                                                    \
     }                                                                                              \
     static inline T cc__k_BAND_##CK(T x, T y)                                                      \
     {                                                                                              \
@@ -59,12 +60,15 @@
     }
 
 CC__KUNSIGNED_OPS(uint8_t, u8)
+CC__KUNSIGNED_OPS(uint16_t, u16)
 CC__KUNSIGNED_OPS(uint32_t, u32)
 CC__KUNSIGNED_OPS(uint64_t, u64)
 CC__KORDER_OPS(uint8_t, u8)
+CC__KORDER_OPS(uint16_t, u16)
 CC__KORDER_OPS(uint32_t, u32)
 CC__KORDER_OPS(uint64_t, u64)
 CC__KORDER_OPS(int8_t, i8)
+CC__KORDER_OPS(int16_t, i16)
 CC__KORDER_OPS(int32_t, i32)
 CC__KORDER_OPS(int64_t, i64)
 
@@ -132,6 +136,16 @@ CC__KFLOAT_OPS(double, f64)
 #define CC__K_i8_CK   i8
 #define CC__K_i8_LD   CC__KPLAIN
 #define CC__K_i8_ST   CC__KPLAIN
+#define CC__K_u16_S   uint16_t
+#define CC__K_u16_C   uint16_t
+#define CC__K_u16_CK  u16
+#define CC__K_u16_LD  CC__KPLAIN
+#define CC__K_u16_ST  CC__KPLAIN
+#define CC__K_i16_S   int16_t
+#define CC__K_i16_C   int16_t
+#define CC__K_i16_CK  i16
+#define CC__K_i16_LD  CC__KPLAIN
+#define CC__K_i16_ST  CC__KPLAIN
 #define CC__K_u32_S   uint32_t
 #define CC__K_u32_C   uint32_t
 #define CC__K_u32_CK  u32

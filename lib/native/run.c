@@ -52,5 +52,9 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
         op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
     cc__op_started(op);
     if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
-    return run_algo(nc, op, fn);
+    st = run_algo(nc, op, fn);
+    /* Failure path only: whom the op was waiting for, for the comm's abort message. */
+    if ((st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST) && op->waited_peer < 0)
+        op->waited_peer = cc__net_stuck_peer(nc->net);
+    return st;
 }

@@ -60,6 +60,7 @@ static cc_status_t interrupted(cc__arena_op_t *ao, uint64_t now, uint64_t *next_
         cc_log_error(CC_SUBSYS_SHM, "shm: %s (seq %llu) timed out on rank %d waiting for rank %d %s",
                      cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq,
                      ao->ar->rank, peer, what);
+        cc__net_note_stuck(nc->net, peer);
         return CC_ERR_TIMEOUT;
     }
     if (atomic_load(&cc__arena_ctl(ao->ar, peer)->quit) >= ao->seq) {
@@ -67,6 +68,7 @@ static cc_status_t interrupted(cc__arena_op_t *ao, uint64_t now, uint64_t *next_
                      "for it %s",
                      peer, cc_op_type_name(ao->op->info.type),
                      (unsigned long long)ao->op->info.coll_seq, ao->ar->rank, what);
+        cc__net_note_stuck(nc->net, peer);
         return CC_ERR_PEER_LOST;
     }
     if (now < *next_check) return CC_INPROGRESS;
@@ -77,6 +79,7 @@ static cc_status_t interrupted(cc__arena_op_t *ao, uint64_t now, uint64_t *next_
                  "(seq %llu)",
                  peer, ao->ar->pids[peer], cause, ao->ar->rank, what,
                  cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq);
+    cc__net_note_stuck(nc->net, peer);
     return CC_ERR_PEER_LOST;
 }
 

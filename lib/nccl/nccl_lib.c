@@ -165,12 +165,18 @@ const char *cc__nccl_errstr(const cc__nccl_lib_t *lib, ncclResult_t r)
     return s ? s : "unknown nccl result";
 }
 
-/* Indexed by cc_dtype_t (CC_DTYPE_MAP order). */
+/*
+ * Indexed by cc_dtype_t (CC_DTYPE_MAP order). NCCL has no 16-bit integer: int16 and uint16
+ * travel as float16, the same 2-byte element, which NCCL copies without looking at the bits;
+ * cc__nccl_redop refuses to reduce them. cc__nccl_dtype_back finds float16 first.
+ */
 static const ncclDataType_t dtypes[CC_DTYPE_COUNT] = {
-    ncclInt8,   ncclUint8,   ncclInt32,    ncclUint32,  ncclInt64,
-    ncclUint64, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64,
+    ncclInt8,    ncclUint8,    ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
+    ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclFloat16, ncclFloat16,
 };
-_Static_assert(CC_INT8 == 0 && CC_BFLOAT16 == 7 && CC_FLOAT64 == 9, "dtype table order");
+_Static_assert(CC_INT8 == 0 && CC_BFLOAT16 == 7 && CC_FLOAT64 == 9 && CC_UINT16 == 11 &&
+                   CC_DTYPE_COUNT == 12,
+               "dtype table order");
 
 ncclDataType_t cc__nccl_dtype(cc_dtype_t dtype)
 {
@@ -186,6 +192,13 @@ cc_dtype_t cc__nccl_dtype_back(ncclDataType_t t)
 
 cc_status_t cc__nccl_redop(cc_redop_t op, cc_dtype_t dtype, ncclRedOp_t *out)
 {
+    if (dtype == CC_INT16 || dtype == CC_UINT16) {
+        cc_log_error(CC_SUBSYS_NCCL,
+                     "nccl has no 16-bit integer type: cannot %s dtype %s; use the native "
+                     "engine (config->engine = \"native\") or a wider integer",
+                     cc_redop_name(op), cc_dtype_name(dtype));
+        return CC_ERR_NOT_SUPPORTED;
+    }
     switch (op) {
     case CC_SUM:
         *out = ncclSum;

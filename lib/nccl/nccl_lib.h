@@ -88,7 +88,8 @@ cc_status_t cc__nccl_status(ncclResult_t r);
 /* NCCL's error text, with the communicator's last error when the library has it. */
 const char *cc__nccl_errstr(const cc__nccl_lib_t *lib, ncclResult_t r);
 
-/* ccomm dtype -> NCCL (every ccomm dtype has one); CC_DTYPE_COUNT (bytes) -> ncclUint8. */
+/* ccomm dtype -> NCCL: every ccomm dtype moves (int16/uint16 as the 2-byte float16, never
+ * reduced); CC_DTYPE_COUNT (bytes) -> ncclUint8. */
 ncclDataType_t cc__nccl_dtype(cc_dtype_t dtype);
 /* NCCL dtype -> ccomm; CC_DTYPE_COUNT for the float8 types ccomm lacks. */
 cc_dtype_t cc__nccl_dtype_back(ncclDataType_t t);

@@ -121,7 +121,8 @@ static void sizes(json_t *j, const cc__fr_entry_t *e)
     if (cc__fr_op_class(e->type) == CC__FR_CLASS_P2P) /* PyTorch passes one tensor as both */
         in = out = in > out ? in : out;
     /* Byte collectives carry no dtype: PyTorch would call their buffers Byte. */
-    const char *dt = e->dtype < CC_DTYPE_COUNT ? torch_dtype[e->dtype] : "Byte";
+    unsigned d = cc__fr_dtype_of(e->dtype);
+    const char *dt = d < CC_DTYPE_COUNT ? torch_dtype[d] : "Byte";
     json_object_set_new(j, "input_sizes", in ? json_pack("[[I]]", (json_int_t)in) : json_array());
     json_object_set_new(j, "input_dtypes", in ? json_pack("[s]", dt) : json_array());
     json_object_set_new(j, "output_sizes",

@@ -23,15 +23,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccomm/types.h"
+
 #define CC__FR_MAGIC         "CCFRING" /* 8 bytes with the NUL */
 #define CC__FR_VERSION_MAJOR 1u        /* bumped when a field changes meaning or place */
-#define CC__FR_VERSION_MINOR 1u        /* bumped when a field is added in reserved space */
+#define CC__FR_VERSION_MINOR 2u        /* bumped when a field is added in reserved space */
 #define CC__FR_HEADER_BYTES  1024      /* sizeof(cc__fr_header_t) */
 #define CC__FR_ENTRY_BYTES   256       /* sizeof(cc__fr_entry_t), without frames */
 #define CC__FR_COMM_BYTES    256       /* sizeof(cc__fr_comm_t) */
 #define CC__FR_MODULE_BYTES  320       /* sizeof(cc__fr_module_t) */
 #define CC__FR_MAX_FRAMES    32        /* largest stack_depth a writer uses and a reader accepts */
 #define CC__FR_NO_COMM       0xffffu   /* cc__fr_entry_t.comm_slot of an unregistered comm */
+
+/*
+ * The entry's dtype byte. Formats 1.0 and 1.1 stored the cc_dtype_t, and "none" as the
+ * CC_DTYPE_COUNT of the time: 10. Dtypes appended to the enum since (int16, uint16) would
+ * collide with that 10, so the byte is a code: dtypes below 10 as they are, 10 = none,
+ * later dtypes one above their enum value (1.2). Old files read the same; an old reader
+ * rejects the new codes as an unknown dtype rather than misnaming them.
+ */
+#define CC__FR_DTYPE_OLD_COUNT 10u
+#define CC__FR_DTYPE_NONE      CC__FR_DTYPE_OLD_COUNT
+#define CC__FR_DTYPE_CODES     (CC_DTYPE_COUNT + 1u) /* codes 0 .. CC_DTYPE_COUNT */
+_Static_assert(CC_FLOAT64 + 1 == CC__FR_DTYPE_OLD_COUNT, "the dtypes of format 1.1 end at f64");
+
+/* Out-of-range values store as none, so readers never reject an entry the door let through. */
+static inline uint8_t cc__fr_dtype_code(unsigned dtype)
+{
+    if (dtype < CC__FR_DTYPE_OLD_COUNT) return (uint8_t)dtype;
+    return dtype < CC_DTYPE_COUNT ? (uint8_t)(dtype + 1) : (uint8_t)CC__FR_DTYPE_NONE;
+}
+
+/* The cc_dtype_t of a code below CC__FR_DTYPE_CODES; CC_DTYPE_COUNT for none. */
+static inline unsigned cc__fr_dtype_of(uint8_t code)
+{
+    if (code < CC__FR_DTYPE_OLD_COUNT) return code;
+    return code == CC__FR_DTYPE_NONE ? (unsigned)CC_DTYPE_COUNT : code - 1u;
+}
 
 /* Entry states. FREE is an empty slot; the last three are failed ends. */
 enum cc__fr_state {
@@ -174,7 +202,7 @@ typedef struct cc__fr_entry {
     int32_t tag;
     uint16_t comm_slot; /* index in the comm table, CC__FR_NO_COMM where none */
     uint8_t type;       /* cc_op_type_t */
-    uint8_t dtype;      /* cc_dtype_t; CC_DTYPE_COUNT where none */
+    uint8_t dtype;      /* cc__fr_dtype_code() of the cc_dtype_t; CC__FR_DTYPE_NONE where none */
     uint8_t redop;      /* cc_redop_t; CC_REDOP_COUNT where none */
     uint8_t nframes;    /* valid frame words */
     uint8_t reserved0[6];

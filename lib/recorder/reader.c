@@ -391,7 +391,8 @@ static const char *check_entry(const cc__fr_header_t *h, uint32_t slot, const cc
         return "record id does not belong to this slot";
     if (e->record_id > h->next_record_id) return "record id beyond the ids issued";
     if (e->type >= CC_OP_TYPE_COUNT) return "unknown op type";
-    if (e->dtype > CC_DTYPE_COUNT || e->redop > CC_REDOP_COUNT) return "unknown dtype or redop";
+    if (e->dtype >= CC__FR_DTYPE_CODES || e->redop > CC_REDOP_COUNT)
+        return "unknown dtype or redop";
     if (e->state == CC__FR_FREE || e->state >= CC__FR_STATE_COUNT) return "unknown state";
     if (e->nframes > h->stack_depth) return "more frames than the stack depth";
     if (e->comm_slot != CC__FR_NO_COMM && e->comm_slot >= h->comm_capacity)

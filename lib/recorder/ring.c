@@ -147,7 +147,7 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
     /* Out-of-range enums are clamped to "none" so readers never reject the
      * entry for a value the door let through. */
     e->type = (uint8_t)info->type;
-    e->dtype = (unsigned)info->dtype <= CC_DTYPE_COUNT ? (uint8_t)info->dtype : CC_DTYPE_COUNT;
+    e->dtype = cc__fr_dtype_code((unsigned)info->dtype);
     e->redop = (unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop : CC_REDOP_COUNT;
     e->state = CC__FR_SCHEDULED;
     e->status = CC_INPROGRESS;

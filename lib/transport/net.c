@@ -116,6 +116,7 @@ static cc__net_t *net_alloc(const cc__net_config_t *c)
     net->size = c->size;
     net->comm_id = c->comm_id;
     net->wake_fd = -1;
+    net->stuck_peer = -1;
     safe_name(net->job, sizeof(net->job), c->job_id);
     const char *addr = c->socket_addr && *c->socket_addr ? c->socket_addr : cc__cfg()->socket_addr;
     snprintf(net->listen_addr, sizeof(net->listen_addr), "%s", *addr ? addr : "127.0.0.1");

@@ -147,4 +147,13 @@ int cc__net_aborting(const cc__net_t *net);
  * set to a static phrase ("died", "closed its side ..."). */
 cc_status_t cc__net_peer_check(cc__net_t *net, int peer, const char **cause);
 
+/*
+ * The peer this rank was waiting for when a wait last ended in CC_ERR_TIMEOUT or
+ * CC_ERR_PEER_LOST (net rank = comm rank), or -1. Set on those failures only, which break
+ * the communicator, so it never describes an op after the one that failed. Owner thread.
+ * cc__net_note_stuck lets the shm algorithms, which wait outside the net, record theirs.
+ */
+int cc__net_stuck_peer(const cc__net_t *net);
+void cc__net_note_stuck(cc__net_t *net, int peer);
+
 #endif /* CC_TRANSPORT_NET_H */

@@ -168,6 +168,7 @@ struct cc__net {
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */
     int first_fail_kind;          /* kind and tag of the first request failed since reset, */
     uint32_t first_fail_tag;      /* so a loss is logged with what this rank waited for */
+    int stuck_peer;               /* owner: whom a timed-out or lost wait awaited; -1 none */
 };
 
 /* ---- net.c / match.c services for the transports ---------------------------------------- */

@@ -256,14 +256,36 @@ static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint
     }
 }
 
+int cc__net_stuck_peer(const cc__net_t *net)
+{
+    return net->stuck_peer;
+}
+
+void cc__net_note_stuck(cc__net_t *net, int peer)
+{
+    if (peer >= 0 && peer < net->size) net->stuck_peer = peer;
+}
+
+/* A wait failed with st: a lost peer is the one its first request so failed was with. */
+static cc_status_t failed(cc__net_t *net, cc__req_t *const *reqs, int n, cc_status_t st)
+{
+    for (int i = 0; st == CC_ERR_PEER_LOST && i < n; i++)
+        if (reqs[i]->status == CC_ERR_PEER_LOST) {
+            net->stuck_peer = reqs[i]->peer;
+            break;
+        }
+    return st;
+}
+
 /* The deadline passed: say which rank the wait was stuck on (the first request still
- * pending), so a deadlock's log names the peer, not only the op. */
-static cc_status_t timed_out(const cc__net_t *net, cc__req_t *const *reqs, int n)
+ * pending), so a deadlock's log, and the op's error, name the peer, not only the op. */
+static cc_status_t timed_out(cc__net_t *net, cc__req_t *const *reqs, int n)
 {
     int pending = 0;
     const cc__req_t *first = NULL;
     for (int i = 0; i < n; i++)
         if (reqs[i]->status == CC_INPROGRESS && pending++ == 0) first = reqs[i];
+    if (first) net->stuck_peer = first->peer;
     if (first)
         cc_log_warn(CC_SUBSYS_NET,
                     "net: rank %d timed out waiting for rank %d (%s, tag %u, %zu of %zu bytes "
@@ -285,7 +307,7 @@ static cc_status_t wait_loop(cc__net_t *net, cc__req_t *const *reqs, int n, uint
     for (;;) {
         int moved = progress(net);
         cc_status_t st = reqs_state(reqs, n, stop_on_error);
-        if (st != CC_INPROGRESS) return st;
+        if (st != CC_INPROGRESS) return st < 0 ? failed(net, reqs, n, st) : st;
         if (moved || net->events != seen) {
             seen = net->events;
             stage_start = 0; /* back to spinning, from the next clock reading */

@@ -51,6 +51,12 @@ static cc_dtype_t mapDtype(at::ScalarType st)
         return CC_BFLOAT16;
     case at::kChar:
         return CC_INT8;
+    case at::kShort:
+        return CC_INT16;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+    case at::kUInt16: /* torch.uint16 exists since torch 2.3 (not built here: 1.13) */
+        return CC_UINT16;
+#endif
     case at::kByte:
         return CC_UINT8;
     case at::kBool:
@@ -70,7 +76,7 @@ cc_dtype_t toCcDtype(const at::Tensor &t, const char *arg, bool reducing)
     if (d == CC_DTYPE_COUNT && reducing)
         TORCH_CHECK_VALUE(false, "ccomm: ", arg, " has dtype ", t.scalar_type(),
                           ", which ccomm cannot reduce (it reduces float32/64, float16, bfloat16, "
-                          "int8, uint8, int32, int64 and bool)");
+                          "int8, uint8, int16, int32, int64 and bool)");
     return d;
 }
 

@@ -130,6 +130,9 @@ std::string ProcessGroupCcomm::errorText(const char *what, cc_status_t st) const
     s << "ccomm: " << what << " on process group " << name_ << " (rank " << getRank() << " of "
       << getSize() << ") failed: " << cc_status_name(st) << " (" << cc_status_str(st) << ")";
     std::string why = lastAbort();
+    /* "timed out; rank 0 was waiting for rank 2 (...)": the status is said already. */
+    std::string said = std::string(cc_status_str(st)) + "; ";
+    if (why.compare(0, said.size(), said) == 0) why.erase(0, said.size());
     if (!why.empty() && why != cc_status_str(st)) s << ": " << why;
     if (CC_STATUS_IS_CALL_ERROR(st) && why.empty())
         s << "; the ccomm log line above names the argument";

@@ -90,6 +90,8 @@ static void device(cc_dtype_t t, cc_redop_t op, void *dst, const void *const *sr
     switch (t) {
     case CC_INT8: by_op<ccd::k_i8>(op, dst, src, nsrc, n, premul, f, avg); break;
     case CC_UINT8: by_op<ccd::k_u8>(op, dst, src, nsrc, n, premul, f, avg); break;
+    case CC_INT16: by_op<ccd::k_i16>(op, dst, src, nsrc, n, premul, f, avg); break;
+    case CC_UINT16: by_op<ccd::k_u16>(op, dst, src, nsrc, n, premul, f, avg); break;
     case CC_INT32: by_op<ccd::k_i32>(op, dst, src, nsrc, n, premul, f, avg); break;
     case CC_UINT32: by_op<ccd::k_u32>(op, dst, src, nsrc, n, premul, f, avg); break;
     case CC_INT64: by_op<ccd::k_i64>(op, dst, src, nsrc, n, premul, f, avg); break;

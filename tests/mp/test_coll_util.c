@@ -57,9 +57,14 @@ static double as_dtype(double v, cc_dtype_t dt)
     return cc__elem_get(tmp, dt, 0);
 }
 
+int tc_is_int(cc_dtype_t dt)
+{
+    return dt != CC_FLOAT16 && dt != CC_BFLOAT16 && dt != CC_FLOAT32 && dt != CC_FLOAT64;
+}
+
 static double premul(double x, cc_dtype_t dt)
 {
-    if (dt <= CC_UINT64) return trunc(x * TC_PREMUL);
+    if (tc_is_int(dt)) return trunc(x * TC_PREMUL);
     return dt == CC_FLOAT64 ? x * TC_PREMUL : (double)((float)x * (float)TC_PREMUL);
 }
 
@@ -96,7 +101,7 @@ double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt)
             acc += x;
         }
     }
-    if (op == CC_AVG && dt <= CC_UINT64)
+    if (op == CC_AVG && tc_is_int(dt))
         acc = trunc(acc / n);
     else if (op == CC_AVG)
         acc = dt == CC_FLOAT64 ? acc / n : (double)((float)acc / (float)n);

@@ -67,6 +67,8 @@ double tc_input(int r, size_t i, cc_redop_t op);
 /* The reduction over ranks 0..n-1 of tc_input, as the dtype holds it (AVG and
  * PREMUL_SUM with factor TC_PREMUL follow the kernels' rules). */
 double tc_expect(int n, size_t i, cc_redop_t op, cc_dtype_t dt);
+/* Integer dtypes (AVG and PREMUL_SUM truncate); the others are floats. */
+int tc_is_int(cc_dtype_t dt);
 #define TC_PREMUL 0.5
 
 /* Element i of a dtype buffer: cc__elem_put / cc__elem_get (kernels/elem.h). */

@@ -19,6 +19,11 @@
 #include "mp.h"
 
 /* Input of rank r at index i: small integers, exact in every dtype. */
+static int is_int(cc_dtype_t dt)
+{
+    return dt != CC_FLOAT16 && dt != CC_BFLOAT16 && dt != CC_FLOAT32 && dt != CC_FLOAT64;
+}
+
 static double input(int r, size_t i, cc_redop_t op)
 {
     if (op == CC_PROD) return (double)(1 + ((r + (int)i) % 2));
@@ -44,7 +49,7 @@ static double expected(int size, size_t i, cc_redop_t op, cc_dtype_t dt)
     for (int r = 1; r < size; r++) acc = combine(acc, input(r, i, op), op, dt);
     if (op == CC_AVG) {
         acc /= size;
-        if (dt <= CC_UINT64) acc = trunc(acc);
+        if (is_int(dt)) acc = trunc(acc);
     }
     return acc;
 }

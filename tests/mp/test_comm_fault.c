@@ -6,7 +6,10 @@
  *    cascades (the healthy peer aborts and tells its peers);
  *  - a rank that never joins a collective: the others time out with
  *    CC_ERR_TIMEOUT and their communicator reports it;
- *  - cc_comm_abort from another thread ends a blocked op with CC_ERR_ABORTED.
+ *  - cc_comm_abort from another thread ends a blocked op with CC_ERR_ABORTED;
+ *  - the abort message names the rank waited for (comm and world rank), for a
+ *    timeout and for a killed peer, over shm and TCP, in a world communicator
+ *    and in a split one whose ranks differ from the world's.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -33,12 +36,34 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The abort hook keeps the first abort message: what cc_comm's users (the torch adapter)
+ * are told about the failure. */
+static char g_abort_msg[512];
+static cc_hook_handle_t g_hook;
+
+static void keep_abort(const cc_abort_info_t *info, void *user)
+{
+    (void)user;
+    if (!g_abort_msg[0]) snprintf(g_abort_msg, sizeof(g_abort_msg), "%s", info->message);
+}
+
+/* Requires the kept message to name comm rank `cr` / world rank `wr` as the one waited for. */
+static int names_waited(int cr, int wr)
+{
+    char want[96];
+    snprintf(want, sizeof(want), "waiting for rank %d (comm rank %d, world rank %d)", cr, cr, wr);
+    CC_TEST_REQUIRE(strstr(g_abort_msg, want), "abort message \"%s\" lacks \"%s\"", g_abort_msg,
+                    want);
+    return 0;
+}
+
 /* Rank 2 dies after the barrier; ranks 0, 1, 3 wait to receive from it. */
 static int killed_rank(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
     cc_comm_t *comm = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_hook_add_abort(comm, keep_abort, NULL, 0, &g_hook) == CC_OK, "hook");
     CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
     if (rank == 2) {
         usleep(200000);
@@ -54,6 +79,7 @@ static int killed_rank(int rank, int size, const char *addr, void *arg)
                     cc_status_name(cc_comm_get_error(comm)));
     /* The comm is broken: later ops are refused at once with its error. */
     CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_ERR_PEER_LOST, "later op");
+    if (names_waited(2, 2)) return 1;
     cc_comm_destroy(comm);
     return 0;
 }
@@ -106,6 +132,65 @@ static int timeout_rank(int rank, int size, const char *addr, void *arg)
     cc_comm_destroy(comm);
     return 0;
 }
+
+/*
+ * World rank 2 skips one collective (it sleeps past the others' deadline), first in a child
+ * of world ranks 1..3, where it is comm rank 1, then in the world; rank 0 sits out the
+ * child's round. What is named is the rank this rank itself waited for: over shm every rank
+ * of an all-reduce waits on every peer's arrival, so all name rank 2; over TCP an
+ * all-reduce's ranks wait on partners (one may wait for a partner that waits for rank 2),
+ * so there a gather is used, whose root waits for rank 2 directly (the others' small sends
+ * complete).
+ */
+static int skip_round(cc_comm_t *c, int skipper, int world_skipper, int gather)
+{
+    float x[64] = {0}, all[4 * 64];
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = 600;
+    int me = cc_comm_rank(c);
+    g_abort_msg[0] = '\0';
+    CC_TEST_REQUIRE(cc_hook_add_abort(c, keep_abort, NULL, 0, &g_hook) == CC_OK, "hook");
+    CC_TEST_REQUIRE(cc_allreduce(c, x, x, 64, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "warm");
+    if (me == skipper) {
+        usleep(1500000);
+        return 0;
+    }
+    cc_status_t st = gather ? cc_gather(c, x, all, 64, CC_FLOAT32, 0, &o, NULL)
+                            : cc_allreduce(c, x, x, 64, CC_FLOAT32, CC_SUM, &o, NULL);
+    if (gather && me != 0) {
+        CC_TEST_REQUIRE(st == CC_OK, "gather sender: got %s", cc_status_name(st));
+        return 0;
+    }
+    CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT, "got %s", cc_status_name(st));
+    return names_waited(skipper, world_skipper);
+}
+
+static int skipped_rank(int rank, int size, const char *addr, void *arg)
+{
+    int gather = arg && !strcmp(arg, "gather");
+    cc_comm_t *comm = NULL, *child = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_comm_split(comm, rank ? 0 : CC_SPLIT_NOCOLOR, rank, NULL, &child) == CC_OK,
+                    "split");
+    if (child) {
+        if (skip_round(child, 1, 2, gather)) return 1;
+        cc_comm_destroy(child);
+    }
+    if (skip_round(comm, 2, 2, gather)) return 1;
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void expect_skipped(const char *transport, const char *coll)
+{
+    char env[64];
+    snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", transport);
+    const char *envs[] = {env, "CCOMM_LOG_LEVEL=NONE", NULL};
+    assert_int_equal(cc_test_fork_ranks(4, skipped_rank, (void *)coll, 60, envs, NULL), 0);
+}
+
+static void test_waited_rank_shm(void **s) { (void)s; expect_skipped("auto", "allreduce"); }
+static void test_waited_rank_tcp(void **s) { (void)s; expect_skipped("tcp", "gather"); }
 
 struct aborter {
     cc_comm_t *comm;
@@ -287,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_kill_shm),    cmocka_unit_test(test_kill_tcp),
         cmocka_unit_test(test_cascade_shm), cmocka_unit_test(test_cascade_tcp),
         cmocka_unit_test(test_timeout),     cmocka_unit_test(test_abort),
+        cmocka_unit_test(test_waited_rank_shm), cmocka_unit_test(test_waited_rank_tcp),
         cmocka_unit_test(test_store_host_leaves_first),
         cmocka_unit_test(test_store_host_gone_quiet),
     };

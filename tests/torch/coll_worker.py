@@ -315,6 +315,53 @@ def case_objects(seed, g, gloo, rng):
         fail("scatter_object_list: %r" % outl)
 
 
+def int16_inputs(n, op, shape=(64,)):
+    """Every rank's int16 input for op: edge values where the op wraps (SUM, PRODUCT), the
+    extremes for MIN/MAX, all 16 bits for the bitwise ops; AVG and PREMUL_SUM (factor 2)
+    stay in range, as their integer rules (truncate, saturate) are the kernel tests' part."""
+    g = torch.Generator().manual_seed(1600 + OPS.index(op))
+    lo, hi = {"PRODUCT": (-300, 301), "AVG": (-8000, 8001), "PREMUL_SUM": (-4000, 4001)}.get(
+        op, (-32768, 32768))
+    xs = [torch.randint(lo, hi, shape, generator=g, dtype=torch.int64) for _ in range(n)]
+    if op in ("SUM", "MIN", "MAX"):
+        for r in range(n):
+            xs[r][:4] = torch.tensor([32767, -32768, 32767 - r, -32768 + r])
+    return [x.to(torch.int16) for x in xs]
+
+
+def int16_reference(xs, op, n):
+    """The exact result, computed in int64 and wrapped to int16 as the kernels wrap."""
+    v = [x.to(torch.int64) for x in xs]
+    if op == "PREMUL_SUM":
+        return (sum(v) * 2).to(torch.int16)
+    if op == "AVG":
+        return torch.div(sum(v), n, rounding_mode="trunc").to(torch.int16)
+    return reference(xs, op, torch.int16)
+
+
+def case_int16_all_ops(g):
+    """int16 under every ReduceOp: all_reduce (sync, async, strided), reduce and
+    reduce_scatter_tensor. Gloo has no int16 ("Invalid scalar type"): exact reference only."""
+    n, me = g.size(), g.rank()
+    for op in OPS:
+        rop = dist._make_nccl_premul_sum(2.0) if op == "PREMUL_SUM" else getattr(R, op)
+        xs = int16_inputs(n, op)
+        want = int16_reference(xs, op, n)
+        for variant in ("sync", "async", "strided"):
+            t = noncontig(xs[me]) if variant == "strided" else xs[me].clone()
+            maybe_async(lambda a: dist.all_reduce(t, rop, group=g, async_op=a), variant == "async")
+            same(t, want, "all_reduce int16 %s %s" % (op, variant))
+        root = OPS.index(op) % n
+        t = xs[me].clone()
+        dist.reduce(t, root, rop, group=g)
+        if me == root:
+            same(t, want, "reduce int16 %s root %d" % (op, root))
+        k = xs[me].numel() // n
+        out = torch.empty((k,), dtype=torch.int16)
+        dist.reduce_scatter_tensor(out, xs[me], rop, group=g)
+        same(out, want[me * k:(me + 1) * k], "reduce_scatter_tensor int16 %s" % op)
+
+
 CASES = [case_allreduce, case_reduce, case_broadcast, case_allgather, case_gather_scatter,
          case_reduce_scatter, case_alltoall, case_p2p, case_coalesced, case_objects]
 
@@ -353,7 +400,8 @@ def bad_input():
     n = dist.get_world_size()
     expect = [
         (lambda: dist.all_reduce(torch.ones(2), op=R.BAND), "BAND"),
-        (lambda: dist.all_reduce(torch.ones(2, dtype=torch.int16)), "Short"),
+        (lambda: dist.all_reduce(torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8)),
+         "QInt8"),
         (lambda: dist.all_gather([torch.ones(2)] * (n + 1), torch.ones(2)), "tensor_list holds"),
         (lambda: dist.all_gather([torch.ones(3)] * n, torch.ones(2)), "elements"),
         (lambda: dist.broadcast(torch.ones(2).to_sparse(), 0), "layout"),
@@ -387,6 +435,7 @@ def main():
         for j, case in enumerate(CASES):
             seed = 100 * i + j + 1
             case(seed, world, gloo, random.Random(seed))
+    case_int16_all_ops(world)
     world.barrier().wait()
     world.monitored_barrier(timeout=__import__("datetime").timedelta(seconds=20))
     subgroups(gloo, max(1, rounds // 2))

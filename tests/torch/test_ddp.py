@@ -4,9 +4,11 @@
                bitwise identical on every rank and in both runs; the final loss is within
                1e-5 of the same run on gloo.
   hang         4 ranks, rank 2 stops at step 5: the others raise RuntimeError naming the op,
-               its sequence number and the group within the timeout; every rank dumps, and
-               `ccdump diagnose` names rank 2 and PyTorch's group name.
-  kill         4 ranks, rank 1 is SIGKILLed mid-step: the others fail, none hangs.
+               its sequence number, the group and rank 2 (the rank waited for) within the
+               timeout; every rank dumps, and `ccdump diagnose` names rank 2 and PyTorch's
+               group name.
+  kill         4 ranks, rank 1 is SIGKILLed mid-step: the others fail naming rank 1, none
+               hangs.
 
 Usage: test_ddp.py [determinism|hang|kill]...  (all by default)
 """
@@ -75,9 +77,12 @@ def hang(tmp):
     ok = True
     for k in others:
         want = [r"step 5 failed: ccomm: all_reduce \(collective #\d+\) on process group "
-                r"0:default_pg", "ERR_TIMEOUT", "ccdump diagnose"]
+                r"0:default_pg", "ERR_TIMEOUT", "ccdump diagnose",
+                r"rank %d was waiting for rank %d \(comm rank %d, world rank %d\)"
+                % (k.rank, stuck, stuck, stuck)]
         if k.rc != 1 or not all(re.search(w, k.err) for w in want):
-            print("hang: rank %d exit %s, its error does not name op, seq and group:" % (k.rank, k.rc))
+            print("hang: rank %d exit %s, its error does not name op, seq, group and the rank "
+                  "waited for:" % (k.rank, k.rc))
             sys.stdout.write(k.err[-3000:])
             ok = False
     if took > timeout + 45:
@@ -122,8 +127,11 @@ def kill(tmp):
     for k in ranks:
         if k.rank == victim:
             continue
-        if k.rc != 1 or "ERR_PEER_LOST" not in k.err:
-            print("kill: rank %d exit %s (want 1 with ERR_PEER_LOST)" % (k.rank, k.rc))
+        named = "rank %d was waiting for rank %d (comm rank %d, world rank %d)" % (
+            k.rank, victim, victim, victim)
+        if k.rc != 1 or "ERR_PEER_LOST" not in k.err or named not in k.err:
+            print("kill: rank %d exit %s (want 1 with ERR_PEER_LOST and %r)"
+                  % (k.rank, k.rc, named))
             sys.stdout.write(k.err[-2000:])
             ok = False
     print("kill: %s in %.1f s (ranks' exits %s)" % ("ok" if ok else "FAILED", took,

@@ -105,7 +105,8 @@ static void entry_copy(ccd_entry_t *d, const cc__fr_snapshot_t *s, const cc__fr_
     d->status = e->status;
     d->tag = e->tag;
     d->op = e->type;
-    d->dtype = e->dtype < CC_DTYPE_COUNT ? e->dtype : CCD_NONE8;
+    unsigned dt = cc__fr_dtype_of(e->dtype); /* checked below CC__FR_DTYPE_CODES */
+    d->dtype = dt < CC_DTYPE_COUNT ? (uint8_t)dt : CCD_NONE8;
     d->redop = e->redop < CC_REDOP_COUNT ? e->redop : CCD_NONE8;
     d->state = (uint8_t)e->state;
     d->flags = cls == CC__FR_CLASS_COLL ? CCD_EF_COLL : cls == CC__FR_CLASS_P2P ? CCD_EF_P2P

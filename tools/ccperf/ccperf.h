@@ -77,6 +77,8 @@ double perf_reduced(const perf_opts_t *o, int n, size_t j);
 void perf_fill(const perf_opts_t *o, void *buf, size_t count, int rank, size_t first);
 /* "float", "half", ... as nccl-tests prints them. */
 const char *perf_dtype_label(cc_dtype_t d);
+/* Integer dtypes (wrap, exact compare, bitwise ops allowed); the rest are floats. */
+int perf_dtype_is_int(cc_dtype_t d);
 /* Fill bytes with a pattern no result has (so a missing write shows). */
 void perf_poison(void *buf, size_t bytes);
 /* Count the receive elements that differ from what the collective must produce. */

@@ -17,8 +17,9 @@
 
 const char *perf_dtype_label(cc_dtype_t d)
 {
-    static const char *const names[] = {"int8",  "uint8",    "int32", "uint32", "int64",
-                                        "uint64", "half", "bfloat16", "float",  "double"};
+    static const char *const names[] = {"int8", "uint8",    "int32", "uint32", "int64", "uint64",
+                                        "half", "bfloat16", "float", "double", "int16", "uint16"};
+    _Static_assert(sizeof names / sizeof names[0] == CC_DTYPE_COUNT, "a label per dtype");
     return (unsigned)d < CC_DTYPE_COUNT ? names[d] : "?";
 }
 
@@ -28,9 +29,9 @@ double perf_value(const perf_opts_t *o, int r, size_t j)
     return (double)(1 + ((size_t)r * 5 + j * 3) % 11);
 }
 
-static int is_int(cc_dtype_t d)
+int perf_dtype_is_int(cc_dtype_t d)
 {
-    return d <= CC_UINT64;
+    return d != CC_FLOAT16 && d != CC_BFLOAT16 && d != CC_FLOAT32 && d != CC_FLOAT64;
 }
 
 /* Wrap an integer result to the dtype's width, as the library's kernels do. */
@@ -39,6 +40,8 @@ static double wrap(cc_dtype_t d, uint64_t v)
     switch (d) {
     case CC_INT8: return (int8_t)v;
     case CC_UINT8: return (uint8_t)v;
+    case CC_INT16: return (int16_t)v;
+    case CC_UINT16: return (uint16_t)v;
     case CC_INT32: return (int32_t)v;
     case CC_UINT32: return (uint32_t)v;
     case CC_INT64: return (double)(int64_t)v;
@@ -71,7 +74,7 @@ static double int_reduced(const perf_opts_t *o, int n, size_t j)
 
 double perf_reduced(const perf_opts_t *o, int n, size_t j)
 {
-    if (is_int(o->dtype)) return int_reduced(o, n, j);
+    if (perf_dtype_is_int(o->dtype)) return int_reduced(o, n, j);
     double f = o->redop == CC_PREMUL_SUM ? o->premul : 1.0, acc = perf_value(o, 0, j) * f;
     for (int r = 1; r < n; r++) {
         double v = perf_value(o, r, j) * f;
@@ -117,7 +120,7 @@ uint64_t perf_check(const perf_coll_t *c, const perf_ctx_t *x)
         double want;
         if (!c->expect(x, k, &want)) continue;
         double got = cc__elem_get(x->recvbuf, d, k);
-        if (is_int(d) ? got != want : !(fabs(got - want) <= tol * fmax(1.0, fabs(want))))
+        if (perf_dtype_is_int(d) ? got != want : !(fabs(got - want) <= tol * fmax(1.0, fabs(want))))
             wrong++;
     }
     return wrong;

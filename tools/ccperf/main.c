@@ -148,7 +148,8 @@ int main(int argc, char **argv)
                 perf_coll_names());
         return 2;
     }
-    if (cc_dtype_size(o.dtype) && o.redop >= CC_BAND && o.dtype >= CC_FLOAT16 && c->has_redop) {
+    if (cc_dtype_size(o.dtype) && o.redop >= CC_BAND && !perf_dtype_is_int(o.dtype) &&
+        c->has_redop) {
         fprintf(stderr, "ccperf: -o %s needs an integer -d\n", cc_redop_name(o.redop));
         return 2;
     }

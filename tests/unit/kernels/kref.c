@@ -75,7 +75,7 @@ int kref_is_float(cc_dtype_t dt)
 
 static int is_signed(cc_dtype_t dt)
 {
-    return dt == CC_INT8 || dt == CC_INT32 || dt == CC_INT64;
+    return dt == CC_INT8 || dt == CC_INT16 || dt == CC_INT32 || dt == CC_INT64;
 }
 
 /* Constant-size copies: these run for every element checked. */
@@ -340,8 +340,8 @@ uint64_t kref_rand(uint64_t *seed)
 }
 
 static const uint64_t SPECIAL_INT[] = {
-    0, 1, ~0ull, 0x7f, 0x80, 0x7fffffff, 0x80000000, 0x7fffffffffffffffull, 0x8000000000000000ull,
-    2};
+    0,          1,          ~0ull, 0x7f, 0x80, 0x7fff, 0x8000, 0x7fffffff, 0x80000000,
+    0x7fffffffffffffffull, 0x8000000000000000ull, 2};
 static const uint64_t SPECIAL_F16[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff,
                                        0x0400, 0x0001, 0x03ff, 0x8001, 0x7c00, 0xfc00,
                                        0x7e00, 0x7c01, 0xfe5a, 0x7d00};

@@ -166,6 +166,16 @@ static void test_pair_integer_wrap(void **state)
     expect_pair(CC_UINT8, CC_MIN, 0x80, 0x7f, 0x7f); /* unsigned compare */
     expect_pair(CC_INT64, CC_MAX, 0x8000000000000000ull, 0, 0);
     expect_pair(CC_UINT32, CC_BXOR, 0xf0f0f0f0, 0xffff0000, 0x0f0ff0f0);
+    expect_pair(CC_INT16, CC_SUM, 0x7fff, 1, 0x8000);              /* INT16_MAX + 1 */
+    expect_pair(CC_INT16, CC_PROD, 0x8000, 0xffff, 0x8000);        /* INT16_MIN * -1 */
+    expect_pair(CC_UINT16, CC_SUM, 0xffff, 3, 2);                  /* 65538 mod 65536 */
+    expect_pair(CC_UINT16, CC_PROD, 300, 300, (300 * 300) & 0xffff); /* 90000 mod 65536 */
+    expect_pair(CC_INT16, CC_MIN, 0x8000, 0x7fff, 0x8000);         /* signed compare */
+    expect_pair(CC_UINT16, CC_MIN, 0x8000, 0x7fff, 0x7fff);        /* unsigned compare */
+    expect_pair(CC_INT16, CC_MAX, 0xffff, 0x0001, 0x0001);         /* -1 < 1 */
+    expect_pair(CC_INT16, CC_BAND, 0xf0f0, 0xff00, 0xf000);
+    expect_pair(CC_UINT16, CC_BOR, 0xf0f0, 0x0f00, 0xfff0);
+    expect_pair(CC_INT16, CC_BXOR, 0xf0f0, 0xffff, 0x0f0f);
 }
 
 static void test_pair_float_specials(void **state)

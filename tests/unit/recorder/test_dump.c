@@ -309,6 +309,48 @@ static void test_frames(void **state)
     json_decref(j);
 }
 
+/*
+ * The entry's dtype byte is a stored code, not the enum's CC_DTYPE_COUNT: "none" stays 10, as
+ * format 1.0/1.1 writers stored it when ccomm had ten dtypes, so their files still read; the
+ * dtypes added since (int16, uint16) take the codes after it.
+ */
+static void test_dtype_codes(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    cc__recorder_add_comm(77, 0, "world", 0, 2, world2);
+    const cc_dtype_t dts[] = {CC_DTYPE_COUNT, CC_INT16, CC_UINT16, CC_FLOAT64};
+    const uint8_t codes[] = {10, 11, 12, 9};
+    const char *torch[] = {NULL, "Short", "UInt16", "Double"};
+    cc__op_t op;
+    for (int k = 0; k < 4; k++) {
+        rec_op(&op, CC_OP_ALLREDUCE, 77, (uint64_t)k + 1, (uint64_t)k + 1);
+        op.info.dtype = dts[k];
+        if (dts[k] == CC_DTYPE_COUNT) {
+            op.info.type = CC_OP_BARRIER;
+            op.info.in_count = op.info.out_count = 0;
+        }
+        rec_run(&op, CC_OK);
+    }
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->nentries, 4);
+    for (uint32_t k = 0; k < 4; k++)
+        assert_int_equal(cc__fr_snap_entry(s, k)->dtype, codes[k]);
+    cc__fr_snapshot_free(s);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/codes.json", rec_dir);
+    assert_int_equal(cc_recorder_dump(path), CC_OK);
+    json_t *j = load(path), *entries = get(j, "entries", JSON_ARRAY);
+    for (int k = 0; k < 4; k++) {
+        json_t *dt = json_object_get(entry_by_op(entries, k + 1), "input_dtypes");
+        if (!torch[k])
+            assert_int_equal(json_array_size(dt), 0); /* the barrier has no data */
+        else
+            assert_string_equal(json_string_value(json_array_get(dt, 0)), torch[k]);
+    }
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_path_and_atomic, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_empty_ring, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_frames, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_dtype_codes, rec_setup, rec_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
