@@ -38,12 +38,23 @@ static void run(int n, mp_rank_fn fn, const int *want)
 
 static const int all_ok[8];
 
-static cc__net_t *make(int rank, int n)
+/* This rank's net and arena (NULL when either could not be made: the rank then fails). */
+static cc__arena_t *open_arena(int rank, int n, uint64_t id, const _Atomic int *abort)
 {
     cc__net_config_t cfg;
     cc__net_t *net = NULL;
+    cc__arena_t *ar = NULL;
     mp_config(&cfg, rank, n, "auto");
-    return cc__net_create(&cfg, &net) == CC_OK ? net : NULL;
+    if (cc__net_create(&cfg, &net) != CC_OK) return NULL;
+    if (cc__arena_create(net, id, "test", abort, &ar) != CC_OK || !ar) cc__net_destroy(net);
+    return ar;
+}
+
+static void close_arena(cc__arena_t *ar)
+{
+    cc__net_t *net = ar->net;
+    cc__arena_destroy(ar);
+    cc__net_destroy(net);
 }
 
 static cc_op_info_t op_info(uint64_t seq, void *send, void *recv)
@@ -64,10 +75,7 @@ static int rank_roundtrip(int rank, int n, void *arg)
 {
     (void)arg;
     static _Atomic int abort_flag;
-    cc__net_t *net = make(rank, n);
-    MP_CHECK(net);
-    cc__arena_t *ar = NULL;
-    MP_CHECK_ST(cc__arena_create(net, 0x1234, "test", &abort_flag, &ar), CC_OK);
+    cc__arena_t *ar = open_arena(rank, n, 0x1234, &abort_flag);
     MP_CHECK(ar);
     for (uint64_t s = 1; s <= 3; s++) {
         uint64_t lent[64], got[64];
@@ -90,8 +98,7 @@ static int rank_roundtrip(int rank, int n, void *arg)
         /* The peers read `lent` until they are done. */
         MP_CHECK_ST(cc__arena_end(&ao, cc__arena_finish(&ao)), CC_OK);
     }
-    cc__arena_destroy(ar);
-    cc__net_destroy(net);
+    close_arena(ar);
     return 0;
 }
 
@@ -105,10 +112,7 @@ static void test_roundtrip(void **s)
 static int rank_mismatch(int rank, int n, void *arg)
 {
     (void)arg;
-    cc__net_t *net = make(rank, n);
-    MP_CHECK(net);
-    cc__arena_t *ar = NULL;
-    MP_CHECK_ST(cc__arena_create(net, 0x1235, "test", NULL, &ar), CC_OK);
+    cc__arena_t *ar = open_arena(rank, n, 0x1235, NULL);
     MP_CHECK(ar);
     cc_op_info_t in = op_info(1, NULL, NULL);
     cc__arena_op_t ao;
@@ -117,8 +121,7 @@ static int rank_mismatch(int rank, int n, void *arg)
     cc_status_t st = cc__arena_end(&ao, cc__arena_wait_all(&ao));
     MP_CHECK(st == CC_ERR_MISMATCH);
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
-    cc__arena_destroy(ar);
-    cc__net_destroy(net);
+    close_arena(ar);
     return 0;
 }
 
@@ -146,10 +149,7 @@ static int rank_abort_deadline(int rank, int n, void *arg)
 {
     (void)arg;
     static _Atomic int abort_flag;
-    cc__net_t *net = make(rank, n);
-    MP_CHECK(net);
-    cc__arena_t *ar = NULL;
-    MP_CHECK_ST(cc__arena_create(net, 0x1236, "test", &abort_flag, &ar), CC_OK);
+    cc__arena_t *ar = open_arena(rank, n, 0x1236, &abort_flag);
     MP_CHECK(ar);
     if (rank == 0) {
         cc_op_info_t in = op_info(1, NULL, NULL);
@@ -168,8 +168,7 @@ static int rank_abort_deadline(int rank, int n, void *arg)
         pthread_join(t, NULL);
     }
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
-    cc__arena_destroy(ar);
-    cc__net_destroy(net);
+    close_arena(ar);
     return 0;
 }
 
@@ -183,10 +182,7 @@ static void test_abort_deadline(void **s)
 static int rank_killed(int rank, int n, void *arg)
 {
     (void)arg;
-    cc__net_t *net = make(rank, n);
-    MP_CHECK(net);
-    cc__arena_t *ar = NULL;
-    MP_CHECK_ST(cc__arena_create(net, 0x1237, "test", NULL, &ar), CC_OK);
+    cc__arena_t *ar = open_arena(rank, n, 0x1237, NULL);
     MP_CHECK(ar);
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
     if (rank == 2) raise(SIGKILL);
@@ -197,8 +193,7 @@ static int rank_killed(int rank, int n, void *arg)
     cc__arena_post(&ao);
     MP_CHECK_ST(cc__arena_end(&ao, cc__arena_wait_arrive(&ao, 2)), CC_ERR_PEER_LOST);
     MP_CHECK(cc__now_ns() - t0 < BOUND_NS);
-    cc__arena_destroy(ar);
-    cc__net_destroy(net);
+    close_arena(ar);
     return 0;
 }
 

@@ -85,9 +85,9 @@ static void test_create_fails_cleanly(void **s)
     (void)s;
     void *map;
     int e = 0, opened = 1;
-    assert_int_equal(cc__shm_file_create(td_at("no/such/dir/seg"), LEN, "segment", &map, &e,
-                                         &opened),
-                     CC_ERR_SYSTEM);
+    assert_int_equal(
+        cc__shm_file_create(td_at("no/such/dir/seg"), LEN, "segment", &map, &e, &opened),
+        CC_ERR_SYSTEM);
     assert_false(opened);
     assert_int_equal(e, ENOENT);
     assert_true(map == MAP_FAILED);
@@ -119,15 +119,15 @@ static void test_map_refuses_wrong_size(void **s)
     munmap(map, LEN);
     size_t len = 0;
     char why[300];
-    assert_int_equal(cc__shm_file_map(td_at("seg"), 2 * LEN, 2 * LEN, &map, &len, &e, why,
-                                      sizeof(why)),
-                     CC_ERR_PROTOCOL);
+    assert_int_equal(
+        cc__shm_file_map(td_at("seg"), 2 * LEN, 2 * LEN, &map, &len, &e, why, sizeof(why)),
+        CC_ERR_PROTOCOL);
     assert_non_null(strstr(why, "has 8192 bytes, not 16384..16384"));
     assert_true(map == MAP_FAILED);
     assert_int_equal(truncate(td_at("seg"), 100), 0); /* shorter than a header page */
-    assert_int_equal(cc__shm_file_map(td_at("seg"), 4096, SIZE_MAX, &map, &len, &e, why,
-                                      sizeof(why)),
-                     CC_ERR_PROTOCOL);
+    assert_int_equal(
+        cc__shm_file_map(td_at("seg"), 4096, SIZE_MAX, &map, &len, &e, why, sizeof(why)),
+        CC_ERR_PROTOCOL);
     assert_non_null(strstr(why, "has 100 bytes"));
 }
 
