@@ -43,4 +43,18 @@ static inline uint64_t cc__deadline_after_ms(int64_t ms)
     return cc__deadline_from(cc__now_ns(), ms);
 }
 
+/*
+ * The pause of every spin loop (the transport's waits, the recorder's slot
+ * locks): tells the CPU this is a spin, so a sibling hyperthread gets the
+ * core and leaving the loop does not cost a pipeline flush.
+ */
+static inline void cc__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 #endif /* CC_BASE_CLOCK_H */

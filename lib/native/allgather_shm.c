@@ -10,14 +10,14 @@
  */
 #include <string.h>
 
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (bytes) memcpy(cc__arena_stage(ao, r, bytes), in->sendbuf, bytes);
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
@@ -35,7 +35,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     int n = nc->size, r = nc->rank;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     char *out = in->recvbuf;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     if (bytes && in->sendbuf != out + (size_t)r * bytes)

@@ -24,18 +24,28 @@
 
 #include "kernels/kernels.h"
 #include "base/log.h"
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
+
+/* Bytes of the pipeline's pieces for ops whose n inputs stream through the cache. */
+static size_t shm_piece(int nranks, size_t elem_size)
+{
+    /* n - 1 peers' pieces plus the output stay within about half of a 1 MiB L2. */
+    size_t piece = (512u * 1024u) / (size_t)(nranks > 2 ? nranks - 1 : 1);
+    if (piece > 256u * 1024u) piece = 256u * 1024u;
+    if (piece < 16u * 1024u) piece = 16u * 1024u;
+    return piece - piece % (elem_size * CC__ARENA_LINE);
+}
 
 void cc__shm_stage_input(cc__arena_op_t *ao)
 {
-    const cc_op_info_t *in = &ao->op->info;
+    const cc_op_info_t *in = ao->info;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     if (bytes) memcpy(cc__arena_stage(ao, ao->ar->rank, bytes), in->sendbuf, bytes);
 }
 
 cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst)
 {
-    const cc_op_info_t *in = &ao->op->info;
+    const cc_op_info_t *in = ao->info;
     int n = ao->ar->n;
     size_t es = cc_dtype_size(in->dtype), bytes = in->in_count * es;
     cc__reduce_multi_fn fn;
@@ -52,7 +62,7 @@ cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     /* A few elements travel in the arrival line itself: one line per peer in all. */
     cc__shm_stage_input(ao);
     cc__arena_post(ao);
@@ -66,7 +76,7 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 static cc_status_t reduce_piece(cc__arena_op_t *ao, cc__reduce_multi_fn fn, char *scratch,
                                 size_t piece_bytes, size_t o, size_t m, char *dst)
 {
-    const cc_op_info_t *in = &ao->op->info;
+    const cc_op_info_t *in = ao->info;
     int n = ao->ar->n, r = ao->ar->rank;
     size_t es = cc_dtype_size(in->dtype);
     const void *src[CC__ARENA_MAX_RANKS];
@@ -87,8 +97,8 @@ static cc_status_t reduce_piece(cc__arena_op_t *ao, cc__reduce_multi_fn fn, char
 cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, void *dst,
                                  int publish)
 {
-    const cc_op_info_t *in = &ao->op->info;
-    size_t es = cc_dtype_size(in->dtype), piece = cc__arena_piece(ao->ar->n, es) / es;
+    const cc_op_info_t *in = ao->info;
+    size_t es = cc_dtype_size(in->dtype), piece = shm_piece(ao->ar->n, es) / es;
     cc__reduce_multi_fn fn;
     CC_CHECK(cc__kernel_reduce_multi_get(in->dtype, in->redop, &fn));
     char *scratch = cc__arena_scratch(ao->ar, 0, (size_t)ao->ar->n * piece * es);
@@ -105,7 +115,7 @@ cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, voi
 cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst,
                                     size_t len)
 {
-    size_t es = cc_dtype_size(ao->op->info.dtype), piece = cc__arena_piece(ao->ar->n, es) / es;
+    size_t es = cc_dtype_size(ao->info->dtype), piece = shm_piece(ao->ar->n, es) / es;
     uint64_t have = 0, total = (len + piece - 1) / piece;
     size_t d = 0;
     while (d < len) {
@@ -120,13 +130,13 @@ cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, voi
 /* Phase 2: copy every other share from its owner's output, as far as it is published. */
 static cc_status_t gather_shares(cc__arena_op_t *ao)
 {
-    const cc_op_info_t *in = &ao->op->info;
+    const cc_op_info_t *in = ao->info;
     int n = ao->ar->n, r = ao->ar->rank;
     size_t es = cc_dtype_size(in->dtype);
     for (int j = 1; j < n; j++) {
         int q = (r + j) % n;
         size_t off, len;
-        cc__arena_share(in->in_count, n, q, CC__ARENA_LINE / es, &off, &len);
+        cc__shm_share(in->in_count, n, q, CC__ARENA_LINE / es, &off, &len);
         CC_CHECK(cc__shm_fetch_published(ao, q, cc__arena_par(ao, q)->recvbuf + off * es,
                                          (char *)in->recvbuf + off * es, len));
     }
@@ -137,10 +147,10 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     size_t es = cc_dtype_size(in->dtype), off, len;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
-    cc__arena_share(in->in_count, nc->size, nc->rank, CC__ARENA_LINE / es, &off, &len);
+    cc__shm_share(in->in_count, nc->size, nc->rank, CC__ARENA_LINE / es, &off, &len);
     CC_CHECK(cc__shm_reduce_range(ao, off, len, (char *)in->recvbuf + off * es, 1));
     CC_CHECK(gather_shares(ao));
     /* Peers may still read this rank's input and share: the buffers stay lent until all are done. */

@@ -10,14 +10,14 @@
  */
 #include <string.h>
 
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank;
     size_t total = in->in_count * cc_dtype_size(in->dtype), blk = total / (size_t)n;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (total) memcpy(cc__arena_stage(ao, r, total), in->sendbuf, total);
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
@@ -33,7 +33,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     int n = nc->size, r = nc->rank;
     size_t total = in->in_count * cc_dtype_size(in->dtype), blk = total / (size_t)n;
     const char *src = in->sendbuf;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (total && in->sendbuf == in->recvbuf) {
         char *copy = cc__arena_scratch(ao->ar, 1, total);
         if (!copy) return CC_ERR_NO_MEMORY;

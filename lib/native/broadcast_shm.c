@@ -9,14 +9,14 @@
  */
 #include <string.h>
 
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     int root = in->root;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (nc->rank == root) {
         if (bytes) memcpy(cc__arena_stage(ao, root, bytes), in->sendbuf, bytes);
         cc__arena_post(ao);
@@ -34,7 +34,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     int root = in->root;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     if (nc->rank == root) {
         if (bytes && in->sendbuf != in->recvbuf) memcpy(in->recvbuf, in->sendbuf, bytes);

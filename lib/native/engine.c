@@ -12,7 +12,7 @@
 #include "transport/ifname.h"
 #include "base/log.h"
 #include "native/native.h"
-#include "native/shm_arena.h"
+#include "transport/arena.h"
 
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
@@ -82,7 +82,7 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
     nc->tpm = nc->size == 1 ? CC__TPM_SELF : !ntcp ? CC__TPM_SHM : CC__TPM_NET;
     nc->seg_bytes = (size_t)cfg->pipeline_chunk;
-    st = cc__arena_create(nc, &nc->arena);
+    st = cc__arena_create(nc->net, nc->comm->id, nc->comm->name, &nc->abort_reason, &nc->arena);
     if (st != CC_OK) {
         native_destroy(nc);
         return st;

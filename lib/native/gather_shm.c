@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static void own_block(const cc_op_info_t *in, size_t bytes)
 {
@@ -23,7 +23,7 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (r != in->root && bytes) memcpy(cc__arena_stage(ao, r, bytes), in->sendbuf, bytes);
     cc__arena_post(ao);
     if (r != in->root) return CC_OK;
@@ -40,7 +40,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank, root = in->root;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     if (r != root) {
         CC_CHECK(cc__arena_wait_arrive(ao, root));

@@ -58,7 +58,7 @@ typedef struct cc__native {
     unsigned exchanges;                   /* store allgathers made while connecting */
     size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
     const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
-    struct cc__arena *arena; /* shared control segment of an all-shm comm (shm_arena.h), or NULL */
+    struct cc__arena *arena; /* an all-shm comm's control segment (transport/arena.h), or NULL */
 
     /* Work space, grown on demand, owned by the op that runs (one at a time). */
     void *scratch; /* algorithms' receive and staging space */

@@ -13,13 +13,13 @@
  * In place (recvbuf == sendbuf + rank x recvcount) the output overwrites
  * exactly the input block it is computed from, which no peer reads.
  */
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     size_t rc = in->out_count;
-    CC_CHECK(cc__arena_begin(nc, op, rc, ao));
+    CC_CHECK(cc__shm_begin(nc, op, rc, ao));
     cc__shm_stage_input(ao);
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
@@ -31,7 +31,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
     size_t rc = in->out_count;
-    CC_CHECK(cc__arena_begin(nc, op, rc, ao));
+    CC_CHECK(cc__shm_begin(nc, op, rc, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     CC_CHECK(cc__shm_reduce_range(ao, (size_t)nc->rank * rc, rc, in->recvbuf, 0));

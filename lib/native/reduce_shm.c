@@ -11,12 +11,12 @@
  *   private buffer the root then reads (process_vm_readv) as far as each
  *   owner published. Every rank returns once all are done with its memory.
  */
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__shm_stage_input(ao);
     cc__arena_post(ao);
     if (nc->rank != in->root) return CC_OK;
@@ -29,10 +29,10 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank, root = in->root;
     size_t es = cc_dtype_size(in->dtype), align = CC__ARENA_LINE / es, off, len;
-    cc__arena_share(in->in_count, n, r, align, &off, &len);
+    cc__shm_share(in->in_count, n, r, align, &off, &len);
     char *share = r == root ? (char *)in->recvbuf + off * es : cc__arena_scratch(nc->arena, 1, len * es);
     if (!share && len) return CC_ERR_NO_MEMORY;
-    CC_CHECK(cc__arena_begin(nc, op, in->in_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     /* Where this rank's share lands, for the root to read. */
     if (r != root) cc__arena_par(ao, r)->recvbuf = (uint64_t)(uintptr_t)share;
     cc__arena_post(ao);
@@ -41,7 +41,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     for (int j = 1; r == root && j < n; j++) {
         int q = (r + j) % n;
         size_t qoff, qlen;
-        cc__arena_share(in->in_count, n, q, align, &qoff, &qlen);
+        cc__shm_share(in->in_count, n, q, align, &qoff, &qlen);
         CC_CHECK(cc__shm_fetch_published(ao, q, cc__arena_par(ao, q)->recvbuf,
                                          (char *)in->recvbuf + qoff * es, qlen));
     }

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 static void own_block(const cc_op_info_t *in, size_t bytes)
 {
@@ -24,7 +24,7 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int r = nc->rank, root = in->root;
     size_t bytes = in->out_count * cc_dtype_size(in->dtype), total = (size_t)nc->size * bytes;
-    CC_CHECK(cc__arena_begin(nc, op, in->out_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->out_count, ao));
     if (r == root && total) memcpy(cc__arena_stage(ao, root, total), in->sendbuf, total);
     cc__arena_post(ao);
     if (r == root) {
@@ -43,7 +43,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int r = nc->rank, root = in->root;
     size_t bytes = in->out_count * cc_dtype_size(in->dtype);
-    CC_CHECK(cc__arena_begin(nc, op, in->out_count, ao));
+    CC_CHECK(cc__shm_begin(nc, op, in->out_count, ao));
     cc__arena_post(ao);
     if (r == root) {
         own_block(in, bytes);

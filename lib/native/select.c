@@ -21,7 +21,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "native/native.h"
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 #define K   1024u
 #define ANY CC__TPM_ANY

@@ -12,7 +12,7 @@
  * flight recorder's end state see it).
  */
 #include "engine/comm.h"
-#include "native/shm_arena.h"
+#include "native/shm_algo.h"
 
 /* Bytes a rank stages in the arena for this op in the flat algorithm. */
 static size_t staged_bytes(const cc__native_t *nc, const cc__op_t *op)

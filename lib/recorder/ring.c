@@ -29,15 +29,6 @@
 #define SPINS_ABORT 64   /* ABORT may run in a signal handler over a held slot */
 #define CLAIM_TRIES 4
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * Shared words are loaded with acquire and stored with release order. On
  * x86 both are plain moves; they carry the seqlock's ordering without
@@ -92,7 +83,7 @@ static inline uint64_t slot_lock(cc__fr_entry_t *e, int spins)
                                                     __ATOMIC_RELAXED)) {
             return s;
         }
-        cpu_relax();
+        cc__cpu_relax();
     }
     return 1;
 }

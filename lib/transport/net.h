@@ -126,28 +126,6 @@ int cc__net_all_shm(const cc__net_t *net);
 int cc__net_peer_pid(const cc__net_t *net, int peer);
 
 /*
- * Services for the native engine's shared-memory algorithms (net_shm.c).
- * They run on the net's owner thread, except cc__net_ring and
- * cc__net_aborting (any thread).
- */
-/* This rank's shm futex word: bumped by peers that wake it, by their abort
- * or destroy, and by this rank's own abort. NULL without shm peers. */
-_Atomic uint32_t *cc__net_bell(cc__net_t *net);
-/* Bump `peer`'s bell and wake it (shm peers only; others are ignored). */
-void cc__net_ring(cc__net_t *net, int peer);
-/* Sleep on this rank's bell while it still reads `seen`, at most timeout_ns. */
-void cc__net_bell_wait(cc__net_t *net, uint32_t seen, uint64_t timeout_ns);
-/* How long a waiter may spin before it yields: CCOMM_WAIT_SPIN_US, 0 when
- * this host has more ranks than CPUs. */
-uint64_t cc__net_spin_ns(const cc__net_t *net);
-/* The reason given to cc__net_abort, or 0. Any thread. */
-int cc__net_aborting(const cc__net_t *net);
-/* CC_OK while the shm peer lives and keeps its side open (non-shm peers: CC_OK);
- * else CC_ERR_PEER_LOST, the peer marked lost in the net, *cause (may be NULL)
- * set to a static phrase ("died", "closed its side ..."). */
-cc_status_t cc__net_peer_check(cc__net_t *net, int peer, const char **cause);
-
-/*
  * The peer this rank was waiting for when a wait last ended in CC_ERR_TIMEOUT or
  * CC_ERR_PEER_LOST (net rank = comm rank), or -1. Set on those failures only, which break
  * the communicator, so it never describes an op after the one that failed. Owner thread.

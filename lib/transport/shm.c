@@ -69,21 +69,6 @@ static cc_status_t find_local(struct cc__net *net, struct cc__shm_state *st)
     return CC_OK;
 }
 
-static cc_status_t open_mailbox_file(const char *path, int *fd)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (*fd >= 0) return CC_OK;
-        if (errno != EEXIST || attempt) break;
-        /* Same job, communicator, rank and pid: a crashed earlier run's leftover. */
-        cc_log_warn(CC_SUBSYS_SHM, "shm: removing stale segment %s", path);
-        unlink(path);
-    }
-    cc_log_error(CC_SUBSYS_SHM, "shm: cannot create segment %s: %s (CCOMM_SHM_DIR)", path,
-                 strerror(errno));
-    return CC_ERR_SYSTEM;
-}
-
 #define MIN_FIT_RING (64u << 10) /* rings are not shrunk below this to fit */
 
 /*
@@ -135,27 +120,24 @@ static cc_status_t create_mailbox(struct cc__net *net, struct cc__shm_state *st)
     fit_ring(st, nslots);
     size_t stride = CC__SHM_PAGE + st->ring_size;
     size_t len = CC__SHM_PAGE + nslots * stride;
-    int fd;
     if (mbox_path(net, net->rank, (int)getpid(), st->path, sizeof(st->path)) != 0) {
         cc_log_error(CC_SUBSYS_SHM, "shm: segment path under \"%s\" is too long",
                      cc__cfg()->shm_dir);
         st->path[0] = '\0';
         return CC_ERR_INVALID_ARG;
     }
-    CC_CHECK(open_mailbox_file(st->path, &fd));
-    /* Reserve the pages now: a full tmpfs must fail here, not as SIGBUS mid-message. */
-    int e = ftruncate(fd, (off_t)len) != 0 ? errno : posix_fallocate(fd, 0, (off_t)len);
-    void *map = MAP_FAILED;
-    if (e == 0 || e == EOPNOTSUPP || e == EINVAL)
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED && e == 0) e = errno;
-    close(fd);
-    if (map == MAP_FAILED) {
-        if (e == ENOSPC)
+    void *map;
+    int e, opened;
+    if (cc__shm_file_create(st->path, len, "segment", &map, &e, &opened) != CC_OK) {
+        if (!opened)
+            cc_log_error(CC_SUBSYS_SHM, "shm: cannot create segment %s: %s (CCOMM_SHM_DIR)",
+                         st->path, strerror(e));
+        else if (e == ENOSPC)
             say_no_room(st, len, e);
         else
             cc_log_error(CC_SUBSYS_SHM, "shm: cannot size or map %zu bytes of %s: %s", len,
                          st->path, strerror(e));
+        st->path[0] = '\0'; /* removed already */
         return CC_ERR_SYSTEM;
     }
     struct cc__shm_mbox *mb = map;
@@ -192,32 +174,27 @@ static cc_status_t map_peer(struct cc__net *net, struct cc__shm_state *st, int l
     int rank = st->local[local_idx], pid = net->info[rank].pid;
     struct cc__shm_peer *sp = &st->sp[st->nsp];
     char path[512];
-    struct stat sb;
     if (mbox_path(net, rank, pid, path, sizeof(path)) != 0) return CC_ERR_INVALID_ARG;
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    void *map = MAP_FAILED;
-    char why[600] = "";
+    void *map;
+    size_t len = 0;
+    int e = 0;
+    char why[600];
     /* Only a file of this user backs the mapping: one that another user put
      * in its place (CCOMM_SHM_DIR writable by others) could be truncated
-     * under us (SIGBUS). */
-    if (fd >= 0 && cc__fd_own_file(fd, path, why, sizeof(why)) != 0) {
+     * under us (SIGBUS). Its size is checked against the header below. */
+    cc_status_t got =
+        cc__shm_file_map(path, CC__SHM_PAGE, SIZE_MAX, &map, &len, &e, why, sizeof(why));
+    if (got == CC_ERR_PROTOCOL) {
         cc_log_error(CC_SUBSYS_SHM, "shm: refusing rank %d's segment: %s", rank, why);
-        close(fd);
         return CC_ERR_PROTOCOL;
     }
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= (off_t)CC__SHM_PAGE)
-        map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    else if (fd >= 0)
-        errno = EINVAL; /* too short to hold a header */
-    int e = errno;
-    if (fd >= 0) close(fd);
-    if (map == MAP_FAILED) {
+    if (got != CC_OK) {
         cc_log_error(CC_SUBSYS_SHM, "shm: cannot map rank %d's segment %s: %s", rank, path,
                      strerror(e));
         return CC_ERR_SYSTEM;
     }
     sp->their = map;
-    sp->their_len = (size_t)sb.st_size;
+    sp->their_len = len;
     sp->pidfd = -1;
     st->nsp++; /* from here on close() unmaps it */
     if (!header_ok(net, st, sp->their, sp->their_len, rank)) {
@@ -288,32 +265,55 @@ int cc__shm_ready(struct cc__net *net)
     return 0;
 }
 
-/* Read bell before checking: a ring after the check changes it, and FUTEX_WAIT returns. */
+static int shm_ready_cb(void *net)
+{
+    return cc__shm_ready(net);
+}
+
 static void shm_sleep(struct cc__net *net, uint64_t timeout_ns)
 {
     struct cc__shm_mbox *mb = cc__shm(net)->mine;
-    uint32_t bell = atomic_load(&mb->bell);
-    atomic_store(&mb->sleeping, 1);
-    cc__fence();
-    if (!cc__shm_ready(net)) cc__futex_wait(&mb->bell, bell, timeout_ns);
-    atomic_store(&mb->sleeping, 0);
+    cc__bell_sleep(&mb->bell, &mb->sleeping, shm_ready_cb, net, timeout_ns);
 }
 
-/* Peers that closed their side or died: take what they left, then fail the rest. */
+struct cc__shm_peer *cc__shm_peer_of(struct cc__net *net, int peer)
+{
+    if (peer < 0 || peer >= net->size || net->peers[peer].tp != CC__TP_SHM) return NULL;
+    return net->peers[peer].priv;
+}
+
+/*
+ * A peer is lost when it died (its pidfd is readable) or closed its side
+ * (aborted or destroyed its net): take what it left, then record the loss,
+ * which fails the rest. The arena's waits (arena_sync.c) ask here too.
+ */
+cc_status_t cc__shm_peer_check(struct cc__net *net, int peer, const char **cause)
+{
+    struct cc__shm_peer *sp = cc__shm_peer_of(net, peer);
+    if (!sp) return CC_OK;
+    if (sp->p->lost) {
+        if (cause) *cause = sp->p->lost_cause;
+        return sp->p->lost;
+    }
+    const char *why = NULL;
+    if (atomic_load(&sp->their->closed))
+        why = "closed its side (aborted or destroyed its communicator)";
+    else if (cc__peer_dead(sp->pidfd, sp->pid))
+        why = "died";
+    if (!why) return CC_OK;
+    cc__shm_drain(net, sp);
+    cc__net_peer_lost(net, sp->p, why, NULL);
+    if (cause) *cause = why;
+    return CC_ERR_PEER_LOST;
+}
+
+/* The peers that pending requests involve. */
 static void shm_check(struct cc__net *net)
 {
     struct cc__shm_state *st = cc__shm(net);
     for (int i = 0; i < st->nsp; i++) {
         struct cc__shm_peer *sp = &st->sp[i];
-        if (sp->p->lost || !sp->p->pending) continue;
-        const char *cause = NULL;
-        if (atomic_load(&sp->their->closed))
-            cause = "closed its side (aborted or destroyed its communicator)";
-        else if (cc__peer_dead(sp->pidfd, sp->pid))
-            cause = "died";
-        if (!cause) continue;
-        cc__shm_drain(net, sp);
-        cc__net_peer_lost(net, sp->p, cause, NULL);
+        if (sp->p && !sp->p->lost && sp->p->pending) cc__shm_peer_check(net, sp->p->rank, NULL);
     }
 }
 

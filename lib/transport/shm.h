@@ -133,6 +133,32 @@ void cc__shm_fail(struct cc__net *net, struct cc__peer *p, cc_status_t st);
 void cc__shm_ring_bell(struct cc__shm_mbox *mb, int always);
 /* Is there anything for a sleeper to do? */
 int cc__shm_ready(struct cc__net *net);
+/* The shm peer record of `peer`, or NULL when it is not reached over shared memory. */
+struct cc__shm_peer *cc__shm_peer_of(struct cc__net *net, int peer);
+/* CC_OK while the shm peer lives and keeps its side open (others: CC_OK); else the
+ * loss, recorded in the net as the transport's own (what it sent stays deliverable),
+ * *cause (may be NULL) a static phrase ("died", "closed its side ..."). */
+cc_status_t cc__shm_peer_check(struct cc__net *net, int peer, const char **cause);
+
+/*
+ * shm_file.c: the files behind mailboxes and arenas.
+ * create: `path` for this user alone (O_CREAT|O_EXCL|O_NOFOLLOW, 0600; a
+ * stale file of that name, a crashed earlier run's with this pid, is
+ * replaced once, logged as a stale `what`), its len bytes reserved now
+ * (ftruncate, posix_fallocate) and mapped shared. CC_OK with *map; else
+ * CC_ERR_SYSTEM with *err (errno) and *opened (whether the file was made;
+ * if so it is removed again). Callers say what failed: they know the advice.
+ */
+cc_status_t cc__shm_file_create(const char *path, size_t len, const char *what, void **map,
+                                int *err, int *opened);
+/*
+ * map: a peer's file, only if it is this user's regular file (no symlink)
+ * of min..max bytes (fstat's size is untrusted). CC_OK with *map, *len;
+ * CC_ERR_PROTOCOL with `why` filled (not this user's, wrong size);
+ * CC_ERR_SYSTEM with *err (errno of open, fstat or mmap).
+ */
+cc_status_t cc__shm_file_map(const char *path, size_t min, size_t max, void **map, size_t *len,
+                             int *err, char *why, size_t whylen);
 
 static inline struct cc__shm_state *cc__shm(struct cc__net *net)
 {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/clock.h" /* cc__cpu_relax */
 #include "transport/net.h"
 
 /* Transports, by index into the net's tables. */
@@ -242,14 +243,31 @@ static inline void cc__fence(void)
 }
 #endif
 
-/* A conservative pause for spin loops. */
-static inline void cc__cpu_relax(void)
+/*
+ * The one wait policy of the transport (wait.c's message waits and the
+ * arena's counter waits, arena_sync.c): poll while spinning for spin_ns of
+ * idleness (cc__cpu_relax between polls; no spin at all when this host has
+ * more ranks than CPUs: a spinner would hold the core the awaited rank
+ * needs), then poll and sched_yield for yield_ns more, then sleep on a
+ * futex (cc__bell_sleep) or epoll.
+ */
+#define CC__YIELD_NS 1000000ull /* the yield stage: 1 ms */
+enum { CC__WAIT_SPIN, CC__WAIT_YIELD, CC__WAIT_SLEEP };
+static inline int cc__wait_stage(uint64_t idle_ns, uint64_t spin_ns, uint64_t yield_ns)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
+    if (idle_ns < spin_ns) return CC__WAIT_SPIN;
+    return idle_ns - spin_ns < yield_ns ? CC__WAIT_YIELD : CC__WAIT_SLEEP;
 }
+
+/*
+ * The sleep stage on a bell (a shared futex word bumped by whoever wakes
+ * its owner): read the bell, announce the sleep in `sleeping` (which
+ * wakers read after publishing, behind a full barrier), fence, and sleep
+ * at most timeout_ns only if ready(ctx) still says there is nothing to do.
+ * Either the waker sees the flag or the sleeper sees the news: no lost
+ * wake-up. wait.c.
+ */
+void cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
+                    void *ctx, uint64_t timeout_ns);
 
 #endif /* CC_TRANSPORT_TRANSPORT_H */

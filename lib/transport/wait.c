@@ -32,7 +32,6 @@
 #include "base/lttng.h"
 #include "transport/transport.h"
 
-#define CC__YIELD_NS     1000000ull /* yield stage: 1 ms */
 #define CC__MIXED_NAP_NS 1000000ull /* longest sleep with both shm and tcp pending */
 
 /* Bad arguments never reach a transport: they are logged and the request is untouched. */
@@ -242,10 +241,12 @@ static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint
                        int *spinning)
 {
     int poll_stages = net->tp_pending[CC__TP_SHM] > 0 || net->tp_pending[CC__TP_TCP] == 0;
-    *spinning = idle < (poll_stages ? net->spin_ns : net->tcp_spin_ns);
-    if (*spinning) {
+    int stage = cc__wait_stage(idle, poll_stages ? net->spin_ns : net->tcp_spin_ns,
+                               poll_stages ? CC__YIELD_NS : 0);
+    *spinning = stage == CC__WAIT_SPIN;
+    if (stage == CC__WAIT_SPIN) {
         cc__cpu_relax();
-    } else if (poll_stages && idle < net->spin_ns + CC__YIELD_NS) {
+    } else if (stage == CC__WAIT_YIELD) {
         sched_yield();
     } else {
         uint64_t t = net->next_check_ns > now ? net->next_check_ns - now : 0;
@@ -275,6 +276,17 @@ static cc_status_t failed(cc__net_t *net, cc__req_t *const *reqs, int n, cc_stat
             break;
         }
     return st;
+}
+
+void cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
+                    void *ctx, uint64_t timeout_ns)
+{
+    uint32_t seen = atomic_load(bell);
+    atomic_store(sleeping, 1);
+    cc__fence();
+    /* A ring after this check changes the bell, and FUTEX_WAIT on `seen` returns at once. */
+    if (!ready(ctx) && timeout_ns) cc__futex_wait(bell, seen, timeout_ns);
+    atomic_store(sleeping, 0);
 }
 
 /* The deadline passed: say which rank the wait was stuck on (the first request still

@@ -1,5 +1,5 @@
 /*
- * sync_shm.c - the arena's counters: publish, wake, wait (shm_arena.h).
+ * arena_sync.c - the arena's counters: publish, wake, wait (arena.h).
  *
  * A publisher stores its counter (seq_cst), then looks at each peer's
  * `sleeping` flag and rings the bell of those that sleep. A waiter that
@@ -9,30 +9,23 @@
  * waiter see the counter, so no wake-up is lost; sleeps are bounded by the
  * liveness period anyway.
  *
- * Waits go through three stages, as the transport's do: spin for the net's
- * spin budget (zero when the host has more ranks than CPUs: a spinner
- * would hold the core the rank it waits for needs), sched_yield for 1 ms,
- * then sleep. Every clock reading checks the engine's abort, the op's
- * deadline and, every CCOMM_PEER_CHECK_MS, that the awaited peer lives.
+ * Waits follow the transport's one policy (transport.h, cc__wait_stage):
+ * spin for the net's spin budget (zero when the host has more ranks than
+ * CPUs, or while the awaited peer last waited on this CPU), sched_yield
+ * for CC__YIELD_NS, then sleep (cc__bell_sleep). Every clock reading checks
+ * the owner's abort, the op's deadline and, every CCOMM_PEER_CHECK_MS,
+ * that the awaited peer lives.
  */
 #include <sched.h>
 #include <string.h>
 
 #include "base/clock.h"
-#include "engine/comm.h"
 #include "base/log.h"
-#include "native/shm_arena.h"
+#include "transport/arena.h"
+#include "transport/arena_int.h"
 
-#define YIELD_NS   1000000ull /* yield stage */
-#define SPIN_BURST 64         /* polls between clock readings while spinning */
-
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define cpu_relax() ((void)0)
-#endif
+/* Polls between clock readings while spinning: a poll is one load, far cheaper than the clock. */
+#define SPIN_BURST 64
 
 static struct cc__arena_ctl *mine(const cc__arena_op_t *ao)
 {
@@ -45,55 +38,70 @@ static void wake_sleepers(cc__arena_op_t *ao)
     cc__arena_t *ar = ao->ar;
     for (int q = 0; q < ar->n; q++)
         if (q != ar->rank && atomic_load(&cc__arena_ctl(ar, q)->sleeping))
-            cc__net_ring(ao->nc->net, q);
+            cc__arena_ring(ar, q);
+}
+
+/* The owner's abort, then the net's: either ends every wait. */
+static int aborted(const cc__arena_t *ar)
+{
+    int reason = ar->abort ? atomic_load(ar->abort) : 0;
+    return reason ? reason : atomic_load_explicit(&ar->net->abort_reason, memory_order_acquire);
 }
 
 /* What a waiter must stop for, other than its word: abort, deadline, a lost peer. */
 static cc_status_t interrupted(cc__arena_op_t *ao, uint64_t now, uint64_t *next_check, int peer,
                                const char *what)
 {
-    cc__native_t *nc = ao->nc;
-    int reason = atomic_load(&nc->abort_reason);
-    if (!reason) reason = cc__net_aborting(nc->net);
+    cc__arena_t *ar = ao->ar;
+    int reason = aborted(ar);
     if (reason) return (cc_status_t)reason;
-    if (now >= ao->op->deadline_ns) {
+    if (now >= ao->deadline_ns) {
         cc_log_error(CC_SUBSYS_SHM, "shm: %s (seq %llu) timed out on rank %d waiting for rank %d %s",
-                     cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq,
-                     ao->ar->rank, peer, what);
-        cc__net_note_stuck(nc->net, peer);
+                     cc_op_type_name(ao->info->type), (unsigned long long)ao->info->coll_seq,
+                     ar->rank, peer, what);
+        cc__net_note_stuck(ar->net, peer);
         return CC_ERR_TIMEOUT;
     }
-    if (atomic_load(&cc__arena_ctl(ao->ar, peer)->quit) >= ao->seq) {
+    if (atomic_load(&cc__arena_ctl(ar, peer)->quit) >= ao->seq) {
         cc_log_error(CC_SUBSYS_SHM, "shm: rank %d gave up on %s (seq %llu) while rank %d waited "
                      "for it %s",
-                     peer, cc_op_type_name(ao->op->info.type),
-                     (unsigned long long)ao->op->info.coll_seq, ao->ar->rank, what);
-        cc__net_note_stuck(nc->net, peer);
+                     peer, cc_op_type_name(ao->info->type),
+                     (unsigned long long)ao->info->coll_seq, ar->rank, what);
+        cc__net_note_stuck(ar->net, peer);
         return CC_ERR_PEER_LOST;
     }
     if (now < *next_check) return CC_INPROGRESS;
-    *next_check = now + ao->ar->check_ns;
+    *next_check = now + ar->check_ns;
     const char *cause = NULL;
-    if (cc__net_peer_check(nc->net, peer, &cause) == CC_OK) return CC_INPROGRESS;
+    if (cc__shm_peer_check(ar->net, peer, &cause) == CC_OK) return CC_INPROGRESS;
     cc_log_error(CC_SUBSYS_SHM, "shm: peer rank %d (pid %d) %s while rank %d waited for it %s in %s "
                  "(seq %llu)",
-                 peer, ao->ar->pids[peer], cause, ao->ar->rank, what,
-                 cc_op_type_name(ao->op->info.type), (unsigned long long)ao->op->info.coll_seq);
-    cc__net_note_stuck(nc->net, peer);
+                 peer, ar->pids[peer], cause, ar->rank, what, cc_op_type_name(ao->info->type),
+                 (unsigned long long)ao->info->coll_seq);
+        cc__net_note_stuck(ar->net, peer);
     return CC_ERR_PEER_LOST;
+}
+
+/* What a sleeper wakes for: its word got there, or an abort. */
+struct nap_ctx {
+    const cc__arena_t *ar;
+    _Atomic uint64_t *w;
+    uint64_t target;
+};
+
+static int nap_ready(void *arg)
+{
+    const struct nap_ctx *c = arg;
+    return atomic_load(c->w) >= c->target || aborted(c->ar);
 }
 
 /* Sleep on this rank's bell unless the word got there (see the top of the file). */
 static void nap(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, uint64_t until,
                 uint64_t now)
 {
-    _Atomic uint32_t *bell = cc__net_bell(ao->nc->net);
-    struct cc__arena_ctl *me = mine(ao);
-    uint32_t seen = atomic_load(bell);
-    atomic_store(&me->sleeping, 1);
-    if (atomic_load(w) < target && !atomic_load(&ao->nc->abort_reason))
-        cc__net_bell_wait(ao->nc->net, seen, until > now ? until - now : 1);
-    atomic_store(&me->sleeping, 0);
+    struct nap_ctx c = {ao->ar, w, target};
+    cc__bell_sleep(cc__arena_bell(ao->ar), &mine(ao)->sleeping, nap_ready, &c,
+                   until > now ? until - now : 1);
 }
 
 /* Where this rank runs, for peers deciding whether to spin; written only when it changed. */
@@ -154,15 +162,18 @@ static cc_status_t wait_slow(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t t
     uint64_t spin = spin_budget(ao, peer, now);
     for (;;) {
         uint64_t idle = now - start;
-        if (idle < spin && (spin = spin_budget(ao, peer, now)) > idle) {
+        /* The budget is looked at again while spinning: the peer may have moved here. */
+        if (idle < spin) spin = spin_budget(ao, peer, now);
+        int stage = cc__wait_stage(idle, spin, CC__YIELD_NS);
+        if (stage == CC__WAIT_SPIN) {
             for (int i = 0; i < SPIN_BURST; i++) {
                 if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
-                cpu_relax();
+                cc__cpu_relax();
             }
-        } else if (idle < spin + YIELD_NS) {
+        } else if (stage == CC__WAIT_YIELD) {
             sched_yield();
         } else {
-            uint64_t until = next_check < ao->op->deadline_ns ? next_check : ao->op->deadline_ns;
+            uint64_t until = next_check < ao->deadline_ns ? next_check : ao->deadline_ns;
             nap(ao, w, target, until, now);
         }
         if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
@@ -182,9 +193,8 @@ static inline cc_status_t wait_word(cc__arena_op_t *ao, _Atomic uint64_t *w, uin
 }
 
 /* The op's description and its hash, which peers compare with theirs. */
-static uint64_t describe(const cc__op_t *op, uint64_t count, struct cc__arena_desc *d)
+static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__arena_desc *d)
 {
-    const cc_op_info_t *in = &op->info;
     d->coll_seq = in->coll_seq;
     d->count = count;
     d->type = (int32_t)in->type;
@@ -199,12 +209,12 @@ static uint64_t describe(const cc__op_t *op, uint64_t count, struct cc__arena_de
     return h;
 }
 
-cc_status_t cc__arena_begin(cc__native_t *nc, cc__op_t *op, uint64_t count, cc__arena_op_t *ao)
+cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
+                            uint64_t deadline_ns, cc__arena_op_t *ao)
 {
-    cc__arena_t *ar = nc->arena;
     ao->ar = ar;
-    ao->nc = nc;
-    ao->op = op;
+    ao->info = info;
+    ao->deadline_ns = deadline_ns;
     ao->seq = ++ar->seq;
     ao->par = (int)(ao->seq & 1);
     /* Parity seq & 1 was last used by op seq - 2: free once everyone arrived at op seq - 1. */
@@ -217,9 +227,9 @@ cc_status_t cc__arena_begin(cc__native_t *nc, cc__op_t *op, uint64_t count, cc__
     }
     struct cc__arena_ctl *me = mine(ao);
     struct cc__arena_par *p = &me->par[ao->par];
-    p->sig = describe(op, count, &me->desc[ao->par]);
-    p->sendbuf = (uint64_t)(uintptr_t)op->info.sendbuf;
-    p->recvbuf = (uint64_t)(uintptr_t)op->info.recvbuf;
+    p->sig = describe(info, count, &me->desc[ao->par]);
+    p->sendbuf = (uint64_t)(uintptr_t)info->sendbuf;
+    p->recvbuf = (uint64_t)(uintptr_t)info->recvbuf;
     p->aux = 0;
     return CC_OK;
 }
@@ -336,8 +346,8 @@ cc_status_t cc__arena_check_quit(cc__arena_op_t *ao)
                                                   memory_order_relaxed) != ao->seq)
             continue;
         cc_log_error(CC_SUBSYS_SHM, "shm: rank %d gave up on %s (seq %llu) before rank %d finished it",
-                     q, cc_op_type_name(ao->op->info.type),
-                     (unsigned long long)ao->op->info.coll_seq, ar->rank);
+                     q, cc_op_type_name(ao->info->type), (unsigned long long)ao->info->coll_seq,
+                     ar->rank);
         return CC_ERR_PEER_LOST;
     }
     return CC_OK;

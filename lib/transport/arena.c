@@ -1,6 +1,6 @@
 /*
- * shm_arena.c - making and tearing down a communicator's arena
- * (shm_arena.h), and reading a peer's memory.
+ * arena.c - making and tearing down a communicator's arena (arena.h),
+ * the bells and liveness its waits use, and reading a peer's memory.
  *
  * Creation is collective and runs over the net's own messages, in rounds
  * that rank 0 leads, so every rank ends with the same verdict:
@@ -16,6 +16,12 @@
  *
  * A rank that cannot create or map the arena still takes part, so all of
  * them fall back to the net's algorithms together.
+ *
+ * The arena sleeps on this rank's shm mailbox bell (shm.c): it is the one
+ * futex word that every event a waiter must not miss already bumps (a
+ * peer's abort or destroy, this rank's own net abort from any thread), so
+ * an arena waiter wakes for them without a second wake-up path. Liveness
+ * is the mailbox transport's own check (pidfds, the mailboxes' `closed`).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,11 +34,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "engine/comm.h"
 #include "base/config.h"
 #include "base/fsutil.h"
 #include "base/log.h"
-#include "native/shm_arena.h"
+#include "transport/arena.h"
+#include "transport/arena_int.h"
 
 _Static_assert(sizeof(struct cc__arena_par) == CC__ARENA_LINE, "params fill one line");
 _Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot control fits");
@@ -41,10 +47,10 @@ _Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot contro
 #define ARENA_TAG(step) (CC__TAG_INTERNAL | 0xe0u | (uint32_t)(step))
 
 /* The file's name; empty (so that creating or opening it fails) when it does not fit. */
-static int arena_path(const cc__native_t *nc, int pid0, char *buf, size_t len)
+static int arena_path(uint64_t comm_id, int pid0, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/ccomm-arena-%016llx-%d", cc__cfg()->shm_dir,
-                     (unsigned long long)nc->comm->id, pid0);
+                     (unsigned long long)comm_id, pid0);
     if (n > 0 && (size_t)n < len) return 0;
     buf[0] = '\0';
     return -1;
@@ -59,33 +65,20 @@ static size_t arena_bytes(int n)
 static cc_status_t create_file(cc__arena_t *ar)
 {
     size_t len = arena_bytes(ar->n);
-    int fd = open(ar->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST) {
-        /* Same communicator id and pid: a crashed earlier run's leftover. */
-        cc_log_warn(CC_SUBSYS_SHM, "shm: removing stale arena %s", ar->path);
-        unlink(ar->path);
-        fd = open(ar->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    }
-    if (fd < 0) {
-        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot create arena %s: %s", ar->path, strerror(errno));
-        return CC_ERR_SYSTEM;
-    }
-    /* Reserve the pages now: a full tmpfs must fail here, not as SIGBUS in an op. */
-    int e = ftruncate(fd, (off_t)len) != 0 ? errno : posix_fallocate(fd, 0, (off_t)len);
-    void *map = MAP_FAILED;
-    if (e == 0 || e == EOPNOTSUPP || e == EINVAL)
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED && e == 0) e = errno;
-    close(fd);
-    if (map == MAP_FAILED) {
+    void *map;
+    int e, opened;
+    if (cc__shm_file_create(ar->path, len, "arena", &map, &e, &opened) != CC_OK) {
         char need[32], sp[600];
-        cc_log_warn(CC_SUBSYS_SHM, "shm: cannot size or map %s of arena %s: %s (%s)%s",
-                    cc__bytes_str(len, need, sizeof(need)), ar->path, strerror(e),
-                    cc__space_str(cc__cfg()->shm_dir, sp, sizeof(sp)),
-                    e == ENOSPC ? "; give CCOMM_SHM_DIR more room (docker run --shm-size=1g) for "
-                                  "the shared-memory algorithms"
-                                : "");
-        unlink(ar->path);
+        if (!opened)
+            cc_log_warn(CC_SUBSYS_SHM, "shm: cannot create arena %s: %s", ar->path, strerror(e));
+        else
+            cc_log_warn(CC_SUBSYS_SHM, "shm: cannot size or map %s of arena %s: %s (%s)%s",
+                        cc__bytes_str(len, need, sizeof(need)), ar->path, strerror(e),
+                        cc__space_str(cc__cfg()->shm_dir, sp, sizeof(sp)),
+                        e == ENOSPC ? "; give CCOMM_SHM_DIR more room (docker run --shm-size=1g) "
+                                      "for the shared-memory algorithms"
+                                    : "");
+        if (opened) ar->path[0] = '\0'; /* removed already */
         return CC_ERR_SYSTEM;
     }
     ar->base = map;
@@ -94,7 +87,7 @@ static cc_status_t create_file(cc__arena_t *ar)
     h->magic = CC__ARENA_MAGIC;
     h->version = CC__ARENA_VERSION;
     h->nranks = (uint32_t)ar->n;
-    h->comm_id = ar->nc->comm->id;
+    h->comm_id = ar->comm_id;
     h->stride = CC__ARENA_STRIDE;
     h->creator_pid = (int32_t)getpid();
     return CC_OK;
@@ -103,32 +96,27 @@ static cc_status_t create_file(cc__arena_t *ar)
 /* Step 2 on the others: map rank 0's file and check that it is this communicator's. */
 static cc_status_t map_file(cc__arena_t *ar)
 {
-    int fd = open(ar->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    struct stat sb;
-    void *map = MAP_FAILED;
-    size_t len = arena_bytes(ar->n);
+    void *map;
+    size_t len = arena_bytes(ar->n), got = 0;
+    int e = 0;
     char why[600];
     /* Only this user's file backs the mapping (another user's could be truncated: SIGBUS). */
-    if (fd >= 0 && cc__fd_own_file(fd, ar->path, why, sizeof(why)) != 0) {
+    cc_status_t st = cc__shm_file_map(ar->path, len, len, &map, &got, &e, why, sizeof(why));
+    if (st == CC_ERR_PROTOCOL) {
         cc_log_warn(CC_SUBSYS_SHM, "shm: refusing arena: %s", why);
-        close(fd);
-        return CC_ERR_PROTOCOL;
+        return st;
     }
-    if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == len)
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int e = errno;
-    if (fd >= 0) close(fd);
-    if (map == MAP_FAILED) {
+    if (st != CC_OK) {
         cc_log_warn(CC_SUBSYS_SHM, "shm: cannot map arena %s (%zu bytes): %s", ar->path, len,
-                    fd < 0 || e ? strerror(e) : "wrong size");
-        return CC_ERR_SYSTEM;
+                    strerror(e));
+        return st;
     }
     ar->base = map;
     ar->len = len;
     const struct cc__arena_hdr *h = map;
     if (h->magic != CC__ARENA_MAGIC || h->version != CC__ARENA_VERSION ||
-        h->nranks != (uint32_t)ar->n || h->comm_id != ar->nc->comm->id ||
-        h->stride != CC__ARENA_STRIDE || h->creator_pid != cc__net_peer_pid(ar->nc->net, 0)) {
+        h->nranks != (uint32_t)ar->n || h->comm_id != ar->comm_id ||
+        h->stride != CC__ARENA_STRIDE || h->creator_pid != cc__net_peer_pid(ar->net, 0)) {
         cc_log_warn(CC_SUBSYS_SHM, "shm: arena %s has a foreign header", ar->path);
         return CC_ERR_PROTOCOL;
     }
@@ -157,7 +145,7 @@ static int probe_cma(cc__arena_t *ar)
 /* Rank 0 gathers one int32 from every rank, ANDs them and tells everyone the verdict. */
 static cc_status_t agree(cc__arena_t *ar, int32_t mine, int step, uint64_t deadline, int32_t *all)
 {
-    cc__net_t *net = ar->nc->net;
+    cc__net_t *net = ar->net;
     int32_t v = mine;
     if (ar->rank != 0) {
         CC_CHECK(cc__net_send(net, 0, ARENA_TAG(step), &v, sizeof(v), deadline));
@@ -180,7 +168,7 @@ static cc_status_t agree(cc__arena_t *ar, int32_t mine, int step, uint64_t deadl
 
 static cc_status_t arena_setup(cc__arena_t *ar, uint64_t deadline, int32_t *ok)
 {
-    cc__net_t *net = ar->nc->net;
+    cc__net_t *net = ar->net;
     /* Round 1: rank 0 creates; the others learn whether it could. */
     int32_t created = 0;
     if (ar->rank == 0) {
@@ -205,37 +193,49 @@ static cc_status_t arena_setup(cc__arena_t *ar, uint64_t deadline, int32_t *ok)
     return CC_OK;
 }
 
-static cc__arena_t *arena_alloc(cc__native_t *nc)
+static void arena_init(cc__arena_t *ar, cc__net_t *net, uint64_t comm_id, const char *name,
+                       const _Atomic int *abort)
+{
+    ar->net = net;
+    ar->abort = abort;
+    snprintf(ar->name, sizeof(ar->name), "%s", name ? name : "?");
+    ar->comm_id = comm_id;
+    ar->n = net->size;
+    ar->rank = net->rank;
+    ar->cpu = -1;
+}
+
+static cc__arena_t *arena_alloc(cc__net_t *net, uint64_t comm_id, const char *name,
+                                const _Atomic int *abort)
 {
     cc__arena_t *ar = calloc(1, sizeof(*ar));
     if (!ar) return NULL;
-    ar->nc = nc;
-    ar->n = nc->size;
-    ar->rank = nc->rank;
-    ar->pids = calloc((size_t)nc->size, sizeof(int));
+    arena_init(ar, net, comm_id, name, abort);
+    ar->pids = calloc((size_t)net->size, sizeof(int));
     if (!ar->pids) {
         free(ar);
         return NULL;
     }
-    for (int q = 0; q < nc->size; q++)
-        ar->pids[q] = cc__net_peer_pid(nc->net, q);
-    ar->spin_ns = cc__net_spin_ns(nc->net);
+    for (int q = 0; q < net->size; q++)
+        ar->pids[q] = cc__net_peer_pid(net, q);
+    ar->spin_ns = net->spin_ns;
     ar->check_ns = (uint64_t)cc__cfg()->peer_check_ms * 1000000ull;
-    ar->cpu = -1;
     return ar;
 }
 
-cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out)
+cc_status_t cc__arena_create(cc__net_t *net, uint64_t comm_id, const char *name,
+                             const _Atomic int *abort, cc__arena_t **out)
 {
     *out = NULL;
-    if (nc->size < 2 || nc->size > CC__ARENA_MAX_RANKS || !cc__net_all_shm(nc->net)) return CC_OK;
+    if (!net || net->size < 2 || net->size > CC__ARENA_MAX_RANKS || !cc__net_all_shm(net))
+        return CC_OK;
     /* A rank without memory or a usable path still takes part, so the others learn it. */
-    cc__arena_t stub = {.nc = nc, .n = nc->size, .rank = nc->rank};
-    cc__arena_t *ar = arena_alloc(nc);
+    cc__arena_t stub = {.n = 0};
+    arena_init(&stub, net, comm_id, name, abort);
+    cc__arena_t *ar = arena_alloc(net, comm_id, name, abort);
     if (!ar)
-        cc_log_warn(CC_SUBSYS_SHM, "shm: no memory for the arena of communicator %s",
-                    nc->comm->name);
-    else if (arena_path(nc, cc__net_peer_pid(nc->net, 0), ar->path, sizeof(ar->path)) != 0)
+        cc_log_warn(CC_SUBSYS_SHM, "shm: no memory for the arena of communicator %s", stub.name);
+    else if (arena_path(comm_id, cc__net_peer_pid(net, 0), ar->path, sizeof(ar->path)) != 0)
         cc_log_warn(CC_SUBSYS_SHM, "shm: arena path under \"%s\" is too long (CCOMM_SHM_DIR)",
                     cc__cfg()->shm_dir);
     int32_t ok = 0;
@@ -246,12 +246,12 @@ cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out)
             cc_log_warn(CC_SUBSYS_SHM,
                         "shm: communicator %s has no arena: collectives use the transport's "
                         "algorithms",
-                        nc->comm->name);
+                        stub.name);
         cc__arena_destroy(ar);
         return st;
     }
     cc_log_info(CC_SUBSYS_SHM, "shm: arena of communicator %s: %d ranks, %zu bytes, cma %s",
-                nc->comm->name, ar->n, ar->len, ar->cma_ok ? "on" : "off");
+                ar->name, ar->n, ar->len, ar->cma_ok ? "on" : "off");
     *out = ar;
     return CC_OK;
 }
@@ -276,18 +276,18 @@ int cc__arena_cma_ok(const cc__arena_t *ar)
 static cc_status_t read_failed(cc__arena_op_t *ao, int peer, uint64_t src, size_t len, int e)
 {
     const char *cause = NULL;
-    cc_status_t st = cc__net_peer_check(ao->nc->net, peer, &cause);
+    cc_status_t st = cc__shm_peer_check(ao->ar->net, peer, &cause);
     if (st == CC_OK && e == ESRCH) st = CC_ERR_PEER_LOST, cause = "died";
     if (st != CC_OK) {
         cc_log_error(CC_SUBSYS_SHM, "shm: peer rank %d (pid %d) %s while rank %d read its data in %s",
                      peer, ao->ar->pids[peer], cause, ao->ar->rank,
-                     cc_op_type_name(ao->op->info.type));
+                     cc_op_type_name(ao->info->type));
         return st;
     }
     cc_log_error(CC_SUBSYS_SHM,
                  "shm: %s: cannot read %zu bytes at 0x%llx of rank %d (pid %d): %s (was its buffer "
                  "freed or resized during the op?)",
-                 cc_op_type_name(ao->op->info.type), len, (unsigned long long)src, peer,
+                 cc_op_type_name(ao->info->type), len, (unsigned long long)src, peer,
                  ao->ar->pids[peer], strerror(e));
     return CC_ERR_SYSTEM;
 }
@@ -311,7 +311,7 @@ void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len)
     void *p = realloc(ar->scratch[which], len);
     if (!p) {
         cc_log_error(CC_SUBSYS_SHM, "shm: out of memory for %zu bytes of scratch on communicator %s",
-                     len, ar->nc->comm->name);
+                     len, ar->name);
         return NULL;
     }
     ar->scratch[which] = p;
@@ -319,11 +319,16 @@ void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len)
     return p;
 }
 
-size_t cc__arena_piece(int nranks, size_t elem_size)
+/* ---- bells: the waits' sleep and wake (arena_sync.c) ---------------------------------------- */
+
+_Atomic uint32_t *cc__arena_bell(const cc__arena_t *ar)
 {
-    /* n - 1 peers' pieces plus the output stay within about half of a 1 MiB L2. */
-    size_t piece = (512u * 1024u) / (size_t)(nranks > 2 ? nranks - 1 : 1);
-    if (piece > 256u * 1024u) piece = 256u * 1024u;
-    if (piece < 16u * 1024u) piece = 16u * 1024u;
-    return piece - piece % (elem_size * CC__ARENA_LINE);
+    struct cc__shm_state *st = cc__shm(ar->net);
+    return st && st->mine ? &st->mine->bell : NULL;
+}
+
+void cc__arena_ring(const cc__arena_t *ar, int peer)
+{
+    struct cc__shm_peer *sp = cc__shm_peer_of(ar->net, peer);
+    if (sp) cc__shm_ring_bell(sp->their, 1);
 }

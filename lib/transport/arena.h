@@ -1,10 +1,13 @@
 /*
- * shm_arena.h - the shared control segment of a communicator whose ranks
- * all live on one host, and the primitives its algorithms are built from
- * (docs/performance.md, "Shared-memory algorithms").
+ * arena.h - the shared-memory transport's arena: one control segment per
+ * communicator whose ranks all live on one host, and the three things the
+ * native engine's shared-memory algorithms (lib/native/<coll>_shm.c) are built
+ * from: publish (arrival, progress, done), wait (for a peer's counter),
+ * and read a peer's memory (process_vm_readv). docs/performance.md,
+ * "Shared-memory algorithms", says how the algorithms use them.
  *
  * The arena is one file-backed shared mapping per communicator, made by
- * rank 0 when the engine is created and unlinked once every rank mapped it.
+ * rank 0 when the engine creates it and unlinked once every rank mapped it.
  * Each rank owns a slot and is the only writer of it:
  *
  *   slot:  arrival[2] | prog | done | sleeping | base, quit | desc[2] | data[2]
@@ -22,22 +25,30 @@
  *                       a rank returns from an op that lends its user buffers
  *                       to peers (process_vm_readv) only once all are done
  *
- * Waiting polls one word: spin for the net's spin budget (none when ranks
- * outnumber CPUs), then sched_yield, then sleep on the rank's shm bell, with
- * the deadline, the engine's abort and peer liveness checked throughout.
+ * Waiting polls one word with the transport's wait policy (transport.h,
+ * cc__wait_stage: spin for the net's spin budget, none when ranks outnumber
+ * CPUs, then sched_yield, then sleep on the rank's shm mailbox bell), with
+ * the op's deadline, the owner's abort flag, the net's abort and peer
+ * liveness checked throughout.
+ *
+ * The arena knows nothing of engines or ops: an op is described by its
+ * public cc_op_info_t (identity, buffers, for the signature and messages)
+ * and a deadline; the engine's abort flag is lent at creation.
  *
  * Thread safety: everything runs on the thread that runs the op (ops of a
- * communicator are serial); abort comes in through the net from any thread.
+ * communicator are serial); abort comes in through the net or the owner's
+ * abort flag from any thread.
  */
-#ifndef CC_NATIVE_SHM_ARENA_H
-#define CC_NATIVE_SHM_ARENA_H
+#ifndef CC_TRANSPORT_ARENA_H
+#define CC_TRANSPORT_ARENA_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/log.h"
-#include "native/native.h"
+#include "ccomm/hooks.h"
+#include "ccomm/status.h"
+#include "transport/net.h"
 
 #define CC__ARENA_LINE      64u
 #define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */
@@ -101,7 +112,10 @@ struct cc__arena_hdr {
 
 /* This rank's handle on the arena. */
 typedef struct cc__arena {
-    cc__native_t *nc;
+    cc__net_t *net;
+    const _Atomic int *abort; /* the owner's abort reason (nonzero: stop waiting), or NULL */
+    char name[64];            /* the communicator's, for messages */
+    uint64_t comm_id;
     void *base; /* the mapping: header page, then one slot per rank */
     size_t len;
     int n, rank;
@@ -112,7 +126,7 @@ typedef struct cc__arena {
     uint64_t spin_ns;      /* spin budget of a wait (0: ranks outnumber CPUs) */
     uint64_t check_ns;     /* liveness period (CCOMM_PEER_CHECK_MS) */
     int cpu;               /* the CPU this rank last published in its slot */
-    uint64_t next_move_ns; /* earliest time this rank may leave a CPU it shares (sync_shm.c) */
+    uint64_t next_move_ns; /* earliest time this rank may leave a CPU it shares (arena_sync.c) */
     char path[512];        /* the file until it is unlinked (rank 0) */
     void *scratch[2];      /* cc__arena_scratch */
     size_t scratch_len[2];
@@ -127,28 +141,34 @@ static inline struct cc__arena_ctl *cc__arena_ctl(const cc__arena_t *ar, int ran
 /* One op in flight on the arena. */
 typedef struct cc__arena_op {
     cc__arena_t *ar;
-    cc__native_t *nc;
-    cc__op_t *op;
-    uint64_t seq; /* this op's arena number */
+    const cc_op_info_t *info; /* the op (its signature, buffers, and names in messages) */
+    uint64_t deadline_ns;     /* CLOCK_MONOTONIC; waits fail with CC_ERR_TIMEOUT after it */
+    uint64_t seq;             /* this op's arena number */
     int par;      /* seq & 1 */
 } cc__arena_op_t;
 
 /*
- * Make the arena (collective; the engine calls it on every rank of an
- * all-shm communicator of 2+ ranks). CC_OK with *out NULL when it could not
+ * Make the arena (collective over the net's ranks: every rank of an
+ * all-shm communicator of 2+ ranks calls it). abort: a flag of the owner
+ * that, once nonzero, ends every wait with its value (may be NULL); name:
+ * the communicator's, for messages. CC_OK with *out NULL when it could not
  * be made (logged; the algorithms then fall back on the net); errors only
  * for a peer lost or a timeout on the way, which fail the creation.
  */
-cc_status_t cc__arena_create(cc__native_t *nc, cc__arena_t **out);
+cc_status_t cc__arena_create(cc__net_t *net, uint64_t comm_id, const char *name,
+                             const _Atomic int *abort, cc__arena_t **out);
 void cc__arena_destroy(cc__arena_t *ar);
 /* Peers' memory can be read with process_vm_readv (probed at creation, agreed by all). */
 int cc__arena_cma_ok(const cc__arena_t *ar);
 
 /*
- * Start op `op` on the arena: number it, wait until this rank's parity may
- * be rewritten, and fill its params (not yet published). count: see par.
+ * Start op `info` on the arena: number it, wait until this rank's parity
+ * may be rewritten, and fill its params (not yet published). count: the
+ * algorithm's size parameter (see desc), part of the signature. info must
+ * stay valid until the op ends.
  */
-cc_status_t cc__arena_begin(cc__native_t *nc, cc__op_t *op, uint64_t count, cc__arena_op_t *ao);
+cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
+                            uint64_t deadline_ns, cc__arena_op_t *ao);
 /* This rank's (or a peer's) arrival line and staging data of the op's parity. */
 struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank);
 void *cc__arena_data(cc__arena_op_t *ao, int rank);
@@ -187,63 +207,4 @@ void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len);
 /* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
 void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes);
 
-/* Bytes of the pipeline's pieces for ops whose n inputs stream through the cache. */
-size_t cc__arena_piece(int nranks, size_t elem_size);
-
-/* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */
-static inline void cc__arena_share(size_t count, int n, int c, size_t align, size_t *off,
-                                   size_t *len)
-{
-    size_t units = (count + align - 1) / align, base = units / (size_t)n, rem = units % (size_t)n;
-    size_t u0 = (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
-    size_t u1 = u0 + base + ((size_t)c < rem ? 1 : 0);
-    *off = u0 * align < count ? u0 * align : count;
-    *len = (u1 * align < count ? u1 * align : count) - *off;
-}
-
-/*
- * Building blocks (allreduce_shm.c). reduce_range: reduce elements [off,
- * off + len) of every rank's input (peers' read in pieces through the
- * cache) into dst, in rank order; with `publish`, progress after each piece.
- * fetch_published: copy len elements at `src` of peer q into dst, as far as
- * q published its pieces.
- */
-cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, void *dst,
-                                 int publish);
-cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst,
-                                    size_t len);
-/* Stage this rank's whole input (in_count elements) in the arena. */
-void cc__shm_stage_input(cc__arena_op_t *ao);
-/* dst = elements [off, off + count) of every rank's staged input, reduced in rank order. */
-cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst);
-
-/*
- * An algorithm's body runs one op on the arena; cc__shm_run picks the body
- * (select_shm.c: the one asked for, or what stands in when it cannot run),
- * runs it, and ends it through cc__arena_end.
- */
-typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao);
-cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
-                        cc__shm_body cma);
-
-/* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
- * buffers in place (large). */
-cc_status_t cc__allreduce_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__allreduce_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__reduce_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__reduce_scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__reduce_scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__alltoall_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__gather_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__gather_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
-cc_status_t cc__barrier_shm(cc__native_t *nc, cc__op_t *op);
-
-#endif /* CC_NATIVE_SHM_ARENA_H */
+#endif /* CC_TRANSPORT_ARENA_H */

@@ -1,0 +1,76 @@
+/*
+ * shm_algo.h - what the native engine's shared-memory algorithms
+ * (<collective>_shm.c) share: the entry that picks and runs a body
+ * (select_shm.c), their building blocks, and their prototypes. They move
+ * data through the transport's arena (transport/arena.h: publish, wait,
+ * read peer memory); docs/performance.md, "Shared-memory algorithms".
+ */
+#ifndef CC_NATIVE_SHM_ALGO_H
+#define CC_NATIVE_SHM_ALGO_H
+
+#include "base/log.h"
+#include "native/native.h"
+#include "transport/arena.h"
+
+/* Begin op `op` on the communicator's arena (cc__arena_begin with the op's info and deadline). */
+static inline cc_status_t cc__shm_begin(cc__native_t *nc, cc__op_t *op, uint64_t count,
+                                        cc__arena_op_t *ao)
+{
+    return cc__arena_begin(nc->arena, &op->info, count, op->deadline_ns, ao);
+}
+
+/* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */
+static inline void cc__shm_share(size_t count, int n, int c, size_t align, size_t *off, size_t *len)
+{
+    size_t units = (count + align - 1) / align, base = units / (size_t)n, rem = units % (size_t)n;
+    size_t u0 = (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+    size_t u1 = u0 + base + ((size_t)c < rem ? 1 : 0);
+    *off = u0 * align < count ? u0 * align : count;
+    *len = (u1 * align < count ? u1 * align : count) - *off;
+}
+
+/*
+ * Building blocks (allreduce_shm.c). reduce_range: reduce elements [off,
+ * off + len) of every rank's input (peers' read in pieces through the
+ * cache) into dst, in rank order; with `publish`, progress after each piece.
+ * fetch_published: copy len elements at `src` of peer q into dst, as far as
+ * q published its pieces.
+ */
+cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, void *dst,
+                                 int publish);
+cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst, size_t len);
+/* Stage this rank's whole input (in_count elements) in the arena. */
+void cc__shm_stage_input(cc__arena_op_t *ao);
+/* dst = elements [off, off + count) of every rank's staged input, reduced in rank order. */
+cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst);
+
+/*
+ * An algorithm's body runs one op on the arena; cc__shm_run picks the body
+ * (select_shm.c: the one asked for, or what stands in when it cannot run),
+ * runs it, and ends it through cc__arena_end.
+ */
+typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao);
+cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
+                        cc__shm_body cma);
+
+/* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
+ * buffers in place (large). */
+cc_status_t cc__allreduce_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allreduce_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__reduce_scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__alltoall_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__gather_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__gather_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__barrier_shm(cc__native_t *nc, cc__op_t *op);
+
+#endif /* CC_NATIVE_SHM_ALGO_H */
