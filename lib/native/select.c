@@ -150,7 +150,9 @@ static const char *forced_name(const cc__native_t *nc, cc_op_type_t t, const cha
     const char *v = cfg_name(t, var);
     if (nc && (unsigned)t < CC_OP_TYPE_COUNT && nc->forced[t])
         return *var = "cc__native_force", nc->forced[t];
-    return v && v[0] && strcmp(v, "auto") != 0 ? v : NULL;
+    /* v is one of the row's choices (a typed ENUM, config_table.h), each at least "shm" and
+     * its NUL long: a 4-byte compare, then the NUL, spares a strcmp call on every op. */
+    return v && v[0] && !(memcmp(v, "auto", 4) == 0 && v[4] == '\0') ? v : NULL;
 }
 
 static const cc__algo_row_t *find(cc_op_type_t t, const char *name)
