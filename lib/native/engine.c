@@ -135,6 +135,8 @@ static cc_status_t enqueue(cc__native_t *nc, cc__op_t *op)
     return CC_OK;
 }
 
+static void native_abort(void *state, cc_status_t reason);
+
 static cc_status_t native_submit(void *state, cc__op_t *op)
 {
     cc__native_t *nc = state;
@@ -150,9 +152,17 @@ static cc_status_t native_submit(void *state, cc__op_t *op)
     /* A blocking op behind async ones: the worker runs it, in order. The
      * engine ends it by its deadline; the grace only guards against a bug. */
     if (cc__op_wait_engine(op) != CC_OK) {
-        cc_log_error(CC_SUBSYS_COLL, "%s (op %llu) passed its deadline on the progress thread",
-                     cc_op_type_name(op->info.type), (unsigned long long)op->info.op_id);
-        return CC_ERR_TIMEOUT;
+        cc_log_error(CC_SUBSYS_COLL, "%s (op %llu) passed its deadline on the progress thread; "
+                     "stopping the engine", cc_op_type_name(op->info.type),
+                     (unsigned long long)op->info.op_id);
+        /* The op lives in the caller's frame and the worker still holds it: returning now
+         * would leave the worker writing into a frame that is gone. Stop the engine, so the
+         * worker ends the op with the abort's status, and return once it has. */
+        native_abort(nc, CC_ERR_TIMEOUT);
+        while (cc__op_wait_done(op, cc__ns_add_sat(cc__now_ns(), CC__ENGINE_GRACE_NS)) != CC_OK)
+            cc_log_error(CC_SUBSYS_COLL, "%s (op %llu) still held by the progress thread after "
+                         "the abort", cc_op_type_name(op->info.type),
+                         (unsigned long long)op->info.op_id);
     }
     return op->info.status;
 }
