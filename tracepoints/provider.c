@@ -28,6 +28,7 @@
 #define CCOMM_TP_LIFE_COLL              0
 #define CCOMM_TP_LIFE_P2P               0
 #define CCOMM_TP_LIFE_LIFE              1
+#define CCOMM_TP_LIFE_RMA               0
 #define CCOMM_TP_LIFE_ROW(name, s, cls) [CC_OP_##name] = CCOMM_TP_LIFE_##cls,
 static const unsigned char g_lifecycle[CC_OP_TYPE_COUNT] = {CC_OP_TYPE_MAP(CCOMM_TP_LIFE_ROW)};
 
