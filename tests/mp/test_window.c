@@ -60,10 +60,12 @@ static int ring_rounds(cc_comm_t *comm, int r, int n)
         TC_REQUIRE(cc_window_signal(data, next, NULL, NULL) == CC_OK, "signal %d", i);
         cc_status_t st = wait_sig(data, prev, (uint64_t)i + 1);
         TC_REQUIRE(st == CC_OK, "wait round %d: %s", i, cc_status_name(st));
-        for (size_t j = 0; j < len; j++)
-            TC_REQUIRE(mine[off + j] == pat(prev, i, j),
+        for (size_t j = 0; j < len; j++) {
+            unsigned char v = mine[off + j]; /* read once: the message shows what was seen */
+            TC_REQUIRE(v == pat(prev, i, j),
                        "round %d (%zu bytes at %zu) from rank %d: byte %zu is %u, want %u", i, len,
-                       off, prev, j, mine[off + j], pat(prev, i, j));
+                       off, prev, j, v, pat(prev, i, j));
+        }
         TC_REQUIRE(cc_window_signal(ack, prev, NULL, NULL) == CC_OK, "ack %d", i);
         st = wait_sig(ack, next, (uint64_t)i + 1);
         TC_REQUIRE(st == CC_OK, "wait ack %d: %s", i, cc_status_name(st));
