@@ -295,44 +295,29 @@ static int rank_tcp(int rank, int size, const char *addr, void *arg)
     return cc_comm_destroy(comm) != CC_OK;
 }
 
-static void two(void **s)
-{
-    (void)s;
-    assert_int_equal(tc_run(2, "auto", rank_main, 120), 0);
-}
+/* One job: ranks, transport, what each rank runs. */
+struct wjob {
+    int n;
+    const char *transport;
+    int (*fn)(int, int, const char *, void *);
+    int timeout_s;
+};
 
-static void four(void **s)
+static void run_job(void **s)
 {
-    (void)s;
-    assert_int_equal(tc_run(4, "auto", rank_main, 120), 0);
-}
-
-static void timeout(void **s)
-{
-    (void)s;
-    assert_int_equal(tc_run(2, "auto", rank_timeout, 60), 0);
-}
-
-static void wake(void **s)
-{
-    (void)s;
-    assert_int_equal(tc_run(2, "auto", rank_wake, 60), 0);
-}
-
-static void tcp(void **s)
-{
-    (void)s;
-    assert_int_equal(tc_run(2, "tcp", rank_tcp, 60), 0);
+    const struct wjob *j = *s;
+    assert_int_equal(tc_run(j->n, j->transport, j->fn, j->timeout_s), 0);
 }
 
 int main(void)
 {
+    static struct wjob two = {2, "auto", rank_main, 120}, four = {4, "auto", rank_main, 120},
+                       timeout = {2, "auto", rank_timeout, 60}, wake = {2, "auto", rank_wake, 60},
+                       tcp = {2, "tcp", rank_tcp, 60};
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(two),
-        cmocka_unit_test(four),
-        cmocka_unit_test(timeout),
-        cmocka_unit_test(wake),
-        cmocka_unit_test(tcp),
+        {"two", run_job, NULL, NULL, &two},         {"four", run_job, NULL, NULL, &four},
+        {"timeout", run_job, NULL, NULL, &timeout}, {"wake", run_job, NULL, NULL, &wake},
+        {"tcp", run_job, NULL, NULL, &tcp},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
