@@ -28,12 +28,15 @@
 #define CCOMM_TP_LIFE_COLL              0
 #define CCOMM_TP_LIFE_P2P               0
 #define CCOMM_TP_LIFE_LIFE              1
+#define CCOMM_TP_LIFE_RMA               0
 #define CCOMM_TP_LIFE_ROW(name, s, cls) [CC_OP_##name] = CCOMM_TP_LIFE_##cls,
 static const unsigned char g_lifecycle[CC_OP_TYPE_COUNT] = {CC_OP_TYPE_MAP(CCOMM_TP_LIFE_ROW)};
 
+/* Window create and destroy have no comm_* tracepoint: they trace as ops (enqueue, start, end). */
 static int is_lifecycle(cc_op_type_t type)
 {
-    return (unsigned)type < CC_OP_TYPE_COUNT && g_lifecycle[type];
+    return (unsigned)type < CC_OP_TYPE_COUNT && g_lifecycle[type] && type != CC_OP_WIN_CREATE &&
+           type != CC_OP_WIN_DESTROY;
 }
 
 /* ---- the subscriber on the hook chains -------------------------------------- */

@@ -18,5 +18,6 @@
 #include "ccomm/env.h"
 #include "ccomm/group.h"
 #include "ccomm/bytes.h"
+#include "ccomm/window.h"
 
 #endif /* CCOMM_CCOMM_H */

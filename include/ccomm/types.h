@@ -64,7 +64,9 @@ typedef enum cc_redop {
  * Every kind of operation that passes the op door, including communicator
  * lifecycle events. X(name, profiling name as PyTorch and torchcomms spell
  * it, class) where class is COLL (numbered by coll_seq), P2P (numbered by
- * p2p_seq per peer) or LIFE (lifecycle, numbered by neither).
+ * p2p_seq per peer), LIFE (lifecycle, numbered by neither) or RMA (one-sided
+ * window ops, ccomm/window.h: numbered by neither, since the target issues
+ * no matching op).
  */
 #define CC_OP_TYPE_MAP(X)                                                                          \
     X(SEND, "send", P2P)                                                                           \
@@ -95,7 +97,14 @@ typedef enum cc_redop {
     X(COMM_INIT, "init", LIFE)                                                                     \
     X(COMM_SPLIT, "split", LIFE)                                                                   \
     X(COMM_DESTROY, "finalize", LIFE)                                                              \
-    X(COMM_ABORT, "abort", LIFE)
+    X(COMM_ABORT, "abort", LIFE)                                                                   \
+    X(WIN_CREATE, "window_create", LIFE)                                                           \
+    X(WIN_DESTROY, "window_destroy", LIFE)                                                         \
+    X(WIN_PUT, "window_put", RMA)                                                                  \
+    X(WIN_GET, "window_get", RMA)                                                                  \
+    X(WIN_SIGNAL, "window_signal", RMA)                                                            \
+    X(WIN_WAIT_SIGNAL, "window_wait_signal", RMA)                                                  \
+    X(WIN_FLUSH, "window_flush", RMA)
 
 typedef enum cc_op_type {
 #define CC__OPTYPE_ENUM(name, s, cls) CC_OP_##name,

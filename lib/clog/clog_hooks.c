@@ -17,7 +17,8 @@
 #include "clog/clog_internal.h"
 
 /* The class of each op type, from the table in ccomm/types.h. */
-enum { CLS_COLL, CLS_P2P, CLS_LIFE };
+/* Window ops (RMA) log as point-to-point ops: one peer, no collective seq. */
+enum { CLS_COLL, CLS_P2P, CLS_LIFE, CLS_RMA = CLS_P2P };
 static const unsigned char op_class[] = {
 #define CC__CLOG_CLASS(name, s, cls) CLS_##cls,
     CC_OP_TYPE_MAP(CC__CLOG_CLASS)

@@ -69,6 +69,8 @@ static void assign_identity(cc__op_t *op)
         }                                                                                          \
     } while (0)
 #define CC__SEQ_LIFE(op, comm) (void)0
+/* Window ops: the target issues nothing to match, so no p2p_seq (it would skew send/recv pairs). */
+#define CC__SEQ_RMA(op, comm) (void)0
         CC_OP_TYPE_MAP(CC__OPCLASS_CASE)
 #undef CC__OPCLASS_CASE
     default: break;

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/door_validate.h"
 #include "core/validate.h"
+#include "native/window.h"
 
 /* The checks every data op starts with; *bytes = count x size. `wide`: the largest buffer
  * holds a block per rank, all of which must be addressable. */
@@ -422,4 +423,80 @@ cc_status_t cc__validate_recv_bytes(cc_comm_t *comm, int peer, const cc_op_opts_
     static const char fn[] = "cc_recv_bytes";
     CC_CHECK(check_bytes(comm, opts, NULL, 0, 0, out, 1, fn));
     return cc__v_rank(comm, peer, "peer", fn);
+}
+
+/* Windows (window_api.c): the window handle, live, and its communicator. */
+static cc_status_t v_window(const struct cc_window *win, const char *fn)
+{
+    if (!win) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: win is NULL", fn);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (win->magic == CC__WIN_DEAD) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: window %p was destroyed", fn, (const void *)win);
+        return CC_ERR_INVALID_USAGE;
+    }
+    if (win->magic != CC__WIN_LIVE) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: win %p is not a window", fn, (const void *)win);
+        return CC_ERR_INVALID_ARG;
+    }
+    return cc__v_comm(win->comm, fn);
+}
+
+cc_status_t cc__validate_window_create(cc_comm_t *comm, const void *base, size_t bytes,
+                                       const cc_window_config_t *cfg, cc_window_t **win)
+{
+    static const char fn[] = "cc_window_create";
+    CC_CHECK(cc__v_comm(comm, fn));
+    if (!win) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: win (the output) is NULL", fn);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (!base && bytes) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: base is NULL with bytes %zu", fn, bytes);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (bytes > UINTPTR_MAX - (uintptr_t)base) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: base %p + bytes %zu wraps around", fn, base, bytes);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (cfg && (cfg->struct_size < sizeof(*cfg) || cfg->struct_size > 4096 || cfg->flags)) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: cfg has struct_size %zu (want %zu) and flags 0x%x (want "
+                     "0; start from CC_WINDOW_CONFIG_INIT)", fn, cfg->struct_size, sizeof(*cfg),
+                     cfg->flags);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
+cc_status_t cc__validate_window_op(const struct cc_window *win, const void *buf, size_t bytes,
+                                   int peer, size_t offset, const cc_op_opts_t *opts,
+                                   const char *fn)
+{
+    CC_CHECK(v_window(win, fn));
+    CC_CHECK(cc__v_opts(opts, fn));
+    CC_CHECK(cc__v_rank(win->comm, peer, "peer", fn));
+    if (peer == win->rank) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: peer %d is this rank: a window op needs another rank",
+                     fn, peer);
+        return CC_ERR_INVALID_ARG;
+    }
+    if (!buf && bytes) {
+        cc_log_error(CC_SUBSYS_CORE, "%s: the buffer is NULL with bytes %zu", fn, bytes);
+        return CC_ERR_INVALID_ARG;
+    }
+    /* offset + bytes <= size, written so that it cannot overflow. */
+    uint64_t size = win->sizes[peer];
+    if (offset > size || bytes > size - offset) {
+        cc_log_error(CC_SUBSYS_CORE,
+                     "%s: target_offset %zu + bytes %zu is beyond the %llu bytes rank %d "
+                     "registered", fn, offset, bytes, (unsigned long long)size, peer);
+        return CC_ERR_INVALID_ARG;
+    }
+    return CC_OK;
+}
+
+cc_status_t cc__validate_window_destroy(const struct cc_window *win)
+{
+    return v_window(win, "cc_window_destroy");
 }

@@ -107,4 +107,14 @@ cc_status_t cc__validate_send_bytes(cc_comm_t *comm, const void *buf, size_t len
 cc_status_t cc__validate_recv_bytes(cc_comm_t *comm, int peer, const cc_op_opts_t *opts,
                                     cc_bytes_t **out);
 
+/* Windows: create's arguments; an op's window (live), peer (another rank), buffer and
+ * target range (offset + bytes within what peer registered); destroy's window. */
+struct cc_window;
+cc_status_t cc__validate_window_create(cc_comm_t *comm, const void *base, size_t bytes,
+                                       const cc_window_config_t *cfg, cc_window_t **win);
+cc_status_t cc__validate_window_op(const struct cc_window *win, const void *buf, size_t bytes,
+                                   int peer, size_t offset, const cc_op_opts_t *opts,
+                                   const char *fn);
+cc_status_t cc__validate_window_destroy(const struct cc_window *win);
+
 #endif /* CC_CORE_DOOR_VALIDATE_H */

@@ -56,6 +56,7 @@ typedef struct cc__native {
     _Atomic int abort_reason; /* CC_OK, or why the engine was aborted */
 
     unsigned exchanges;                   /* store allgathers made while connecting */
+    unsigned windows;                     /* RMA windows created (window.c: their ids) */
     size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
     const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
     struct cc__arena *arena; /* an all-shm comm's control segment (transport/arena.h), or NULL */

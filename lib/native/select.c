@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "native/native.h"
 #include "native/shm_algo.h"
+#include "native/window.h"
 
 #define K   1024u
 #define ANY CC__TPM_ANY
@@ -110,6 +111,13 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_SCATTER_BYTES, "two_phase", cc__scatter_bytes_two_phase, ANY, 0, 0, 0},
     {CC_OP_SEND_BYTES, "two_phase", cc__send_bytes_two_phase, ANY, 0, 0, 0},
     {CC_OP_RECV_BYTES, "two_phase", cc__recv_bytes_two_phase, ANY, 0, 0, 0},
+    /* Window ops: one row each; they run on any class because cc_window_create already
+     * refused every communicator they cannot run on (window.c: check_reach). */
+    {CC_OP_WIN_PUT, "cma", cc__win_put_cma, ANY, 0, 0, 0},
+    {CC_OP_WIN_GET, "cma", cc__win_get_cma, ANY, 0, 0, 0},
+    {CC_OP_WIN_SIGNAL, "shm", cc__win_signal_shm, ANY, 0, 0, 0},
+    {CC_OP_WIN_WAIT_SIGNAL, "shm", cc__win_wait_signal_shm, ANY, 0, 0, 0},
+    {CC_OP_WIN_FLUSH, "shm", cc__win_flush_shm, ANY, 0, 0, 0},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

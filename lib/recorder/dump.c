@@ -105,8 +105,11 @@ static json_t *profiling_name(const cc__fr_entry_t *e)
 {
     char buf[96];
     const char *t = cc_op_type_name((cc_op_type_t)e->type);
-    int send = e->type == CC_OP_SEND || e->type == CC_OP_SEND_BYTES;
-    int recv = e->type == CC_OP_RECV || e->type == CC_OP_RECV_BYTES;
+    /* Window ops name their peer the same way: what moves towards whom (get, wait: to us). */
+    int send = e->type == CC_OP_SEND || e->type == CC_OP_SEND_BYTES || e->type == CC_OP_WIN_PUT ||
+               e->type == CC_OP_WIN_SIGNAL || e->type == CC_OP_WIN_FLUSH;
+    int recv = e->type == CC_OP_RECV || e->type == CC_OP_RECV_BYTES || e->type == CC_OP_WIN_GET ||
+               e->type == CC_OP_WIN_WAIT_SIGNAL;
     if ((send || recv) && e->peer >= 0)
         snprintf(buf, sizeof(buf), "ccomm:%s %d%s%d", t, e->rank, send ? "->" : "<-", e->peer);
     else

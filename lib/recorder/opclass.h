@@ -8,7 +8,13 @@
 
 #include "ccomm/types.h"
 
-enum cc__fr_op_class { CC__FR_CLASS_COLL = 1, CC__FR_CLASS_P2P, CC__FR_CLASS_LIFE };
+/* Window ops (class RMA) are recorded as point-to-point entries: one peer, no collective seq. */
+enum cc__fr_op_class {
+    CC__FR_CLASS_COLL = 1,
+    CC__FR_CLASS_P2P,
+    CC__FR_CLASS_LIFE,
+    CC__FR_CLASS_RMA = CC__FR_CLASS_P2P
+};
 
 /* The class of `type`; 0 for a value outside the table. */
 static inline int cc__fr_op_class(unsigned type)

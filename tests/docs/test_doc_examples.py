@@ -40,6 +40,9 @@ EXAMPLES = [
     ("docs/clog-format.md",
      "CCOMM_CLOG=clog.%r.log ccrun -n 2 build/examples/hello > /dev/null; grep op_id= clog.0.log",
      None, None),
+    ("docs/windows.md", "build/bin/ccrun -n 4 build/examples/window_ring", None, None),
+    ("docs/windows.md", "CCOMM_TRANSPORT=tcp build/bin/ccrun -n 2 build/examples/window_ring",
+     None, None),
     ("docs/ccdump.md", "ccdump diagnose dumps rings", DEMO, None),
     ("docs/ccdump.md", "ccdump diagnose dumps rings --json | python3 -c 'import json,sys; "
      "d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in (\"verdict\", \"exit_status\", "

@@ -36,7 +36,7 @@ for r in rows:
     for k in ("out_of_place", "in_place"):
         m = r[k]
         if m is None:
-            assert coll in ("sendrecv", "barrier") and k == "in_place", (coll, k)
+            assert coll in ("sendrecv", "put", "barrier") and k == "in_place", (coll, k)
             continue
         assert m["wrong"] == 0 and m["time_us"] > 0, m
         assert m["algorithm"], m
@@ -56,6 +56,7 @@ sweep2 | sweep4)
         barrier; do
         sweep "$n" auto "$c"
     done
+    sweep "$n" auto put # one-sided: windows on shared memory (docs/windows.md)
     for c in allreduce reduce_scatter alltoall; do sweep "$n" tcp "$c" -d int32; done
     sweep "$n" auto allreduce -d bfloat16 -o max -r 1
     sweep "$n" auto reduce -d uint8 -o bxor -r 1

@@ -91,8 +91,13 @@ void ccd_describe_op(const ccd_diag_t *d, const ccd_rank_t *r, const ccd_entry_t
     if (e->flags & CCD_EF_P2P) {
         int32_t w = -1;
         if (c && e->peer >= 0 && e->peer < c->nlisted) w = c->members[e->peer];
-        snprintf(buf, len, "%s %s rank %d #%llu on %s", op, (e->flags & CCD_EF_SEND) ? "to" : "from",
-                 w >= 0 ? w : e->peer, (unsigned long long)e->seq, cname);
+        int rma = e->op >= CC_OP_WIN_PUT && e->op <= CC_OP_WIN_FLUSH; /* no seq: nothing matches */
+        int to = rma ? e->op != CC_OP_WIN_GET && e->op != CC_OP_WIN_WAIT_SIGNAL
+                     : (e->flags & CCD_EF_SEND) != 0;
+        char seq[32] = "";
+        if (!rma) snprintf(seq, sizeof(seq), " #%llu", (unsigned long long)e->seq);
+        snprintf(buf, len, "%s %s rank %d%s on %s", op, to ? "to" : "from", w >= 0 ? w : e->peer,
+                 seq, cname);
     } else if (e->flags & CCD_EF_COLL) {
         snprintf(buf, len, "%s #%llu on %s", op, (unsigned long long)e->seq, cname);
     } else {

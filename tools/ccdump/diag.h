@@ -80,6 +80,7 @@ enum ccd_why {
     CCD_W_NOT_SENT,        /* `from` receives; `to` has not sent it */
     CCD_W_NOT_RECEIVED,    /* `from` sends; `to` has not posted the receive */
     CCD_W_NO_RECORD,       /* `to` has no record */
+    CCD_W_NOT_SIGNALLED,   /* `from` waits in window_wait_signal for a signal from `to` */
 };
 
 /* Settings of a diagnosis. */

@@ -17,7 +17,7 @@
 #define GROUPS_MAX 64
 
 static const char *const why_names[] = {"", "not_entered", "entered_late", "not_sent",
-                                        "not_received", "no_record"};
+                                        "not_received", "no_record", "not_signalled"};
 
 /* ---- deadlocks ------------------------------------------------------------- */
 

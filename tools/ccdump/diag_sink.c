@@ -117,6 +117,9 @@ static void sink_text(const ccd_diag_t *d, const sgroup_t *sg, const int32_t *wt
     if (late)
         snprintf(part, sizeof(part), "entered %s only after rank%s %s had given up waiting", op, wpl,
                  waiters);
+    else if (sg->w->why == CCD_W_NOT_SIGNALLED)
+        snprintf(part, sizeof(part), "never signalled rank%s %s, which wait%s for a signal from it "
+                 "in %s", wpl, waiters, nwt > 1 ? "" : "s", op);
     else if (p2p)
         snprintf(part, sizeof(part), "never %s what rank%s %s wait%s for in %s",
                  sg->w->why == CCD_W_NOT_SENT ? "sent" : "posted the receive for", wpl, waiters,

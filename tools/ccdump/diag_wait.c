@@ -129,6 +129,17 @@ static void p2p_edge(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_c
     if (why) ccd_add_wait(d, &(ccd_wait_t){r->rank, b->world, c, i, why});
 }
 
+/* A window wait names its sender: the wait did not end, so that rank has not signalled (yet). */
+static void signal_edge(ccd_diag_t *d, const ccd_rank_t *r, uint32_t i, const ccd_cindex_t *ci,
+                        int32_t c)
+{
+    const ccd_entry_t *e = &r->e[i];
+    const ccd_member_t *b = e->peer >= 0 ? ccd_cindex_member(ci, e->peer) : NULL;
+    if (!b || b->world < 0 || b->world == r->rank) return;
+    ccd_add_wait(d, &(ccd_wait_t){r->rank, b->world, c, i, b->r ? CCD_W_NOT_SIGNALLED
+                                                                : CCD_W_NO_RECORD});
+}
+
 static void make_edges(ccd_diag_t *d)
 {
     uint32_t ops[PENDING_MAX];
@@ -141,6 +152,7 @@ static void make_edges(ccd_diag_t *d)
             const ccd_cindex_t *ci = cindex_of(d, r, &r->e[ops[j]], &c);
             if (!ci) continue;
             if (r->e[ops[j]].flags & CCD_EF_COLL) coll_edges(d, &mm, r, ops[j], ci, c);
+            else if (r->e[ops[j]].op == CC_OP_WIN_WAIT_SIGNAL) signal_edge(d, r, ops[j], ci, c);
             else p2p_edge(d, r, ops[j], ci, c);
         }
     }

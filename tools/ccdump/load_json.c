@@ -342,8 +342,9 @@ static void entry_extras(ccd_entry_t *d, json_t *x)
 
 static void entry_class(ccd_entry_t *d, json_t *e)
 {
-    static const unsigned char life[] = {CC_OP_COMM_INIT, CC_OP_COMM_SPLIT, CC_OP_COMM_DESTROY,
-                                         CC_OP_COMM_ABORT};
+    static const unsigned char life[] = {CC_OP_COMM_INIT,    CC_OP_COMM_SPLIT,
+                                         CC_OP_COMM_DESTROY, CC_OP_COMM_ABORT,
+                                         CC_OP_WIN_CREATE,   CC_OP_WIN_DESTROY};
     for (size_t i = 0; i < sizeof(life); i++)
         if (d->op == life[i]) d->flags |= CCD_EF_LIFE;
     if (d->flags & CCD_EF_LIFE) return;

@@ -208,6 +208,7 @@ struct last {
 #define IS_P2P_P2P  1
 #define IS_P2P_COLL 0
 #define IS_P2P_LIFE 0
+#define IS_P2P_RMA  1 /* window ops: numbered by neither, like a send without its peer's recv */
 static int is_p2p(const char *op)
 {
     static const struct {

@@ -119,7 +119,8 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
     uint64_t wrong = 0, total = 0;
     if (o->check) {
         place(x, b, inplace, 1);
-        if (run_n(c, x, 1, bytes)) return -1;
+        /* One-sided puts land in a peer's buffer whenever it is: not before it was poisoned. */
+        if (cc_barrier(x->comm, NULL, NULL) != CC_OK || run_n(c, x, 1, bytes)) return -1;
         wrong = perf_check(c, x);
     }
     if (agree_time(x, t, &res->time_us) != CC_OK ||
@@ -131,10 +132,11 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
     return 0;
 }
 
-/* Collectives with an in-place form (sendrecv and barrier have none). */
+/* Collectives with an in-place form (sendrecv, put and barrier have none). */
 static int has_inplace(const perf_coll_t *c)
 {
-    return strcmp(c->name, "sendrecv") != 0 && strcmp(c->name, "barrier") != 0;
+    return strcmp(c->name, "sendrecv") != 0 && strcmp(c->name, "barrier") != 0 &&
+           strcmp(c->name, "put") != 0;
 }
 
 static size_t next_size(const perf_opts_t *o, size_t size)

@@ -194,6 +194,37 @@ static int expect_sendrecv(const perf_ctx_t *x, size_t k, double *v)
     return 1;
 }
 
+/* ---- put: a window put into rank + 1, a signal; wait for rank - 1's ------------------------- */
+
+/* The window over the current receive buffer: made again when the buffer or the size changes
+ * (every rank changes them at the same step, so the collective create stays in step). */
+static struct {
+    cc_window_t *win;
+    void *buf;
+    size_t len;
+    uint64_t signals; /* received from rank - 1 so far on this window */
+} g_put;
+
+static cc_status_t run_put(perf_ctx_t *x)
+{
+    int n = x->size, r = x->rank;
+    size_t len = x->shape.count * cc_dtype_size(x->o->dtype);
+    if (n < 2) return CC_ERR_NOT_SUPPORTED; /* a put goes to another rank */
+    if (!g_put.win || g_put.buf != x->recvbuf || g_put.len != len) {
+        if (g_put.win) cc_window_destroy(g_put.win);
+        g_put.win = NULL;
+        cc_status_t st = cc_window_create(x->comm, x->recvbuf, len, NULL, &g_put.win);
+        if (st != CC_OK) return st;
+        g_put.buf = x->recvbuf;
+        g_put.len = len;
+        g_put.signals = 0;
+    }
+    cc_status_t st = cc_window_put(g_put.win, x->sendbuf, len, (r + 1) % n, 0, NULL, NULL);
+    if (st == CC_OK) st = cc_window_signal(g_put.win, (r + 1) % n, NULL, NULL);
+    if (st == CC_OK) st = cc_window_wait_signal(g_put.win, (r - 1 + n) % n, ++g_put.signals, NULL, NULL);
+    return st;
+}
+
 /* ---- barrier: no data ---------------------------------------------------------------------- */
 
 static void shape_none(size_t elems, int n, int rank, perf_shape_t *s)
@@ -233,6 +264,7 @@ static const perf_coll_t colls[] = {
     {"gather", 0, 1, shape_gather, ring_factor, run_gather, expect_gather},
     {"scatter", 0, 1, shape_scatter, ring_factor, run_scatter, expect_scatter},
     {"sendrecv", 0, 0, shape_same, one, run_sendrecv, expect_sendrecv},
+    {"put", 0, 0, shape_same, one, run_put, expect_sendrecv},
     {"barrier", 0, 0, shape_none, zero, run_barrier, expect_none},
 };
 

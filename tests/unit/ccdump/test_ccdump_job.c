@@ -11,7 +11,9 @@
  *    dumps stripped to PyTorch's keys and names, and from the pickles of
  *    `ccdump export --torch`; its trace has timeout and abort markers;
  *  - a rank killed inside an allreduce: the verdict says so, and its slice
- *    stays open to the end of the record.
+ *    stays open to the end of the record;
+ *  - a rank waiting in window_wait_signal for a rank that never signals:
+ *    the verdict names the sender and the waiter.
  */
 #include <dirent.h>
 #include <ftw.h>
@@ -295,6 +297,39 @@ static void test_killed_job(void **state)
     json_decref(t);
 }
 
+/* Rank 0 waits for a signal in a window that rank 3 never sends; the others just leave. */
+static int unsignalled_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    cc_window_t *w = NULL;
+    CC_TEST_REQUIRE(cc_window_create(comm, NULL, 0, NULL, &w) == CC_OK, "window");
+    if (rank == 0) {
+        cc_op_opts_t o = CC_OP_OPTS_INIT;
+        o.timeout_ms = 500;
+        cc_status_t st = cc_window_wait_signal(w, 3, 1, &o, NULL);
+        CC_TEST_REQUIRE(st == CC_ERR_TIMEOUT, "wait: %s", cc_status_name(st));
+    } else {
+        sleep(1); /* past rank 0's timeout, then exit without a signal */
+    }
+    return 0;
+}
+
+/* diagnose names the rank that never signalled and the rank that waited for it. */
+static void test_unsignalled_job(void **state)
+{
+    (void)state;
+    job(unsignalled_rank, "unsignalled", 0);
+    json_t *r = diagnose_json(dir, 1);
+    assert_int_equal(first_culprit(r), 3);
+    const char *text = json_string_value(json_object_get(json_object_get(r, "verdict"), "text"));
+    assert_non_null(text);
+    if (!strstr(text, "never signalled rank 0") || !strstr(text, "window_wait_signal from rank 3"))
+        fail_msg("verdict: %s", text);
+    json_decref(r);
+}
+
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -324,6 +359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_healthy_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hung_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsignalled_job, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

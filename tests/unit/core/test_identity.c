@@ -31,7 +31,7 @@
 #define MAXREC 256 /* ops recorded per rank */
 #define MAXCOM 4   /* communicators per rank */
 
-enum cls { COLL, P2P, LIFE };
+enum cls { COLL, P2P, LIFE, RMA };
 
 /* The class of each type, as DESIGN.md and ccomm/types.h state it. */
 static enum cls class_of(cc_op_type_t t)
@@ -47,7 +47,15 @@ static enum cls class_of(cc_op_type_t t)
     case CC_OP_COMM_SPLIT:
     case CC_OP_COMM_DESTROY:
     case CC_OP_COMM_ABORT:
+    case CC_OP_WIN_CREATE:
+    case CC_OP_WIN_DESTROY:
         return LIFE;
+    case CC_OP_WIN_PUT: /* one-sided: the target issues nothing, so numbered by neither */
+    case CC_OP_WIN_GET:
+    case CC_OP_WIN_SIGNAL:
+    case CC_OP_WIN_WAIT_SIGNAL:
+    case CC_OP_WIN_FLUSH:
+        return RMA;
     default:
         return COLL;
     }
@@ -301,6 +309,35 @@ static int p2p(cc_comm_t *c, int r)
     return same_seq(3, gr, "grouped recv");
 }
 
+/* Window ops: create and destroy are lifecycle events; puts and the rest carry their peer
+ * and no sequence number, and leave the p2p numbering of sends and receives alone. */
+static int windows(cc_comm_t *c, int r)
+{
+    int to = (r + 1) % NR, from = (r + NR - 1) % NR;
+    uint64_t mine = 0, v = (uint64_t)r, got = 0;
+    cc_window_t *w = NULL;
+    CALL(cc_window_create(c, &mine, sizeof(mine), NULL, &w));
+    EXPECT(c, CC_OP_WIN_CREATE, -1);
+    CALL(cc_window_put(w, &v, sizeof(v), to, 0, NULL, NULL));
+    EXPECT(c, CC_OP_WIN_PUT, to);
+    CALL(cc_window_signal(w, to, NULL, NULL));
+    EXPECT(c, CC_OP_WIN_SIGNAL, to);
+    CALL(cc_window_wait_signal(w, from, 1, NULL, NULL));
+    EXPECT(c, CC_OP_WIN_WAIT_SIGNAL, from);
+    CC_TEST_REQUIRE(mine == (uint64_t)from, "window: %llu from rank %d", (unsigned long long)mine,
+                    from);
+    CALL(cc_window_get(w, &got, sizeof(got), to, 0, NULL, NULL));
+    EXPECT(c, CC_OP_WIN_GET, to);
+    CALL(cc_window_flush(w, to, NULL));
+    EXPECT(c, CC_OP_WIN_FLUSH, to);
+    CC_TEST_REQUIRE(cc_window_put(w, &v, sizeof(v), to, 1, NULL, NULL) == CC_ERR_INVALID_ARG,
+                    "a put past the end was accepted");
+    if (expect_none("window put past the end")) return 1;
+    CALL(cc_window_destroy(w));
+    EXPECT(c, CC_OP_WIN_DESTROY, -1);
+    return 0;
+}
+
 /* Lifecycle ops, and a second communicator: its own coll_seq and p2p_seq, one op_id. */
 static int lifecycle(cc_comm_t *world, int r)
 {
@@ -347,6 +384,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     CC_TEST_REQUIRE(cc_send(world, &x, 1, CC_FLOAT32, NR, NULL, NULL) == CC_ERR_INVALID_ARG,
                     "send to rank %d of %d was accepted", NR, NR);
     if (expect_none("send to a rank out of range")) return 1;
+    if (windows(world, rank) || p2p(world, rank)) return 1;
     if (lifecycle(world, rank)) return 1;
     cc_work_t *w = NULL;
     CALL(cc_allreduce(world, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, &w));

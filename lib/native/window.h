@@ -1,0 +1,55 @@
+/*
+ * window.h - RMA windows of the native engine on shared memory (internal;
+ * the public API is ccomm/window.h, its door lib/core/window_api.c).
+ *
+ * A window is every rank's registered region (pid, address, size, learnt
+ * at creation) plus one shared segment of signal counters: for each target
+ * rank a line with its bell (futex word) and sleeping flag, then one
+ * 64-bit counter per sender. Puts and gets are process_vm_writev/readv
+ * into or out of the peer's region; a signal adds to the target's counter
+ * for the sender and rings its bell if it sleeps.
+ */
+#ifndef CC_NATIVE_WINDOW_H
+#define CC_NATIVE_WINDOW_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccomm/ccomm.h"
+#include "native/native.h"
+
+#define CC__WIN_LIVE 0x6c6977636363ull /* "cccwil" */
+#define CC__WIN_DEAD 0x646577636363ull /* "cccwed": destroyed, a tombstone */
+
+struct cc_window {
+    uint64_t magic;           /* CC__WIN_LIVE, or CC__WIN_DEAD after destroy */
+    struct cc_comm *comm;
+    cc__native_t *nc;
+    int rank, n;
+    unsigned id;              /* per-communicator window number (same on every rank) */
+    int *pids;                /* by rank */
+    uint64_t *bases;          /* registered addresses in each rank's address space */
+    uint64_t *sizes;          /* registered bytes by rank */
+    void *seg;                /* the signal segment, or NULL for a one-rank comm */
+    size_t seg_len;
+    size_t block;             /* bytes from one target's counters to the next */
+    struct cc_window *next;   /* the tombstone list */
+};
+
+/* Collective over nc's ranks: register [base, base + bytes). Refuses TCP peers and ranks
+ * that cannot read each other (CC_ERR_NOT_SUPPORTED, logged naming the peer). */
+cc_status_t cc__native_window_create(cc__native_t *nc, void *base, size_t bytes,
+                                     uint64_t deadline_ns, struct cc_window **out);
+/* Collective: a barrier, then free everything but the handle, which becomes a tombstone. */
+cc_status_t cc__native_window_destroy(struct cc_window *w, uint64_t deadline_ns);
+
+/* The op algorithms (select.c rows): op->extra is the window, info.peer the target,
+ * info.bytes the length, info.out_count the target offset, info.in_count wait's count. */
+cc_status_t cc__win_put_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_get_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_signal_shm(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_wait_signal_shm(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_flush_shm(cc__native_t *nc, cc__op_t *op);
+
+#endif /* CC_NATIVE_WINDOW_H */
