@@ -61,10 +61,17 @@ run() { # mode ops
     # and writes one file per thread of each process; the rank's are the ones
     # whose command line names obs_tax.
     "$@" CCOMM_RECORDER_DIR="$FR" CCOMM_LOG_LEVEL=ERROR CCOMM_TIMEOUT=600 \
-        valgrind --tool=callgrind --trace-children=yes --separate-threads=yes \
+        valgrind --tool=callgrind --fair-sched=yes --trace-children=yes --separate-threads=yes \
         --callgrind-out-file="$TMP/$m.$n/cg.%p" \
         "$BUILD/bin/ccrun" --no-prefix -n 1 "$BUILD/bin/obs_tax" 1 "$n" >"$TMP/$m.$n.log" 2>&1 ||
         { echo "obs_instr.sh: the $m run of $n ops failed:" >&2; tail -5 "$TMP/$m.$n.log" >&2; exit 1; }
+    # valgrind runs one thread at a time: without --fair-sched the op thread may fill clog's
+    # ring before the writer runs, and the dropped events would vanish from the writer's count.
+    if [ "$m" = on ] && grep -q '^DROP|' "$TMP"/clog.* 2>/dev/null; then
+        echo "obs_instr.sh: clog dropped events in the $m run of $n ops; the writer's count would be low" >&2
+        exit 1
+    fi
+    rm -f "$TMP"/clog.*
 }
 
 # Per function, inclusive of nothing (self cost), summed over the files given.

@@ -53,8 +53,8 @@ typedef struct cc_clog_config {
     size_t struct_size;       /* sizeof(cc_clog_config_t); set by CC_CLOG_CONFIG_INIT */
     unsigned events;          /* CC_CLOG_* mask */
     int rank;                 /* written in the header and replaces %r; -1 = unknown */
-    uint32_t ring_records;    /* ring capacity in records of 192 bytes, a power of two
-                                 >= 2; 0 = 32768 (6 MiB) */
+    uint32_t ring_records;    /* ring capacity in records of 128 bytes, a power of two
+                                 >= 2; 0 = 32768 (4 MiB) */
     int64_t flush_timeout_ms; /* bound of the drain on abort and close; 0 = 1000 */
 } cc_clog_config_t;
 

@@ -291,6 +291,24 @@ static const char *comm_name(const struct cc__clog_fmt *f, uint64_t id)
     return NULL;
 }
 
+/* What a NEW or A record's text holds: the name, then (after its NUL) the rest. */
+static const char *text_name(const struct cc__clog_rec *r)
+{
+    return r->text ? r->text : "?";
+}
+
+static const char *text_rest(const struct cc__clog_rec *r)
+{
+    return r->text ? r->text + strlen(r->text) + 1 : "";
+}
+
+/* The name of an op record's comm (op records carry none), "?" if never seen. */
+static const char *name_of(const struct cc__clog_fmt *f, uint64_t id)
+{
+    const char *n = comm_name(f, id);
+    return n ? n : "?";
+}
+
 /* Remember (or rename) comm id's name; failures only cost a "?" later. */
 static void comm_remember(struct cc__clog_fmt *f, uint64_t id, const char *name)
 {
@@ -319,7 +337,8 @@ static const char *redop_or_dash(unsigned r)
 }
 
 /* "C<n>|sig|all_reduce|in_count=..|...|comm=<name>\n" */
-static void put_sig(struct out *o, uint32_t n, const struct cc__clog_rec *r)
+static void put_sig(struct out *o, const struct cc__clog_fmt *f, uint32_t n,
+                    const struct cc__clog_rec *r)
 {
     PUTL(o, "C");
     putf_u64(o, n);
@@ -338,7 +357,7 @@ static void put_sig(struct out *o, uint32_t n, const struct cc__clog_rec *r)
     PUTL(o, "|peer=");
     putf_i64(o, r->peer);
     PUTL(o, "|comm=");
-    put_esc(o, r->name, o->len + 1024);
+    put_esc(o, name_of(f, r->comm_id), o->len + 1024);
     PUTL(o, "\n");
 }
 
@@ -363,11 +382,11 @@ static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struc
         put_secs(o, r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0);
     } else if (r->kind == CC__CLOG_REC_A) {
         PUTL(o, "|comm=");
-        put_esc(o, r->name, o->len + 1024);
+        put_esc(o, text_name(r), o->len + 1024);
         PUTL(o, "|reason=");
         puts_(o, cc_status_name((cc_status_t)r->status));
         PUTL(o, "|msg=");
-        put_esc(o, r->text ? r->text : "", start + CC__CLOG_LINE_MAX - 32);
+        put_esc(o, text_rest(r), start + CC__CLOG_LINE_MAX - 32);
     }
     put_off_nl(o, c, r->t_ns);
 }
@@ -378,7 +397,7 @@ static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t 
 {
     size_t start = o->len;
     PUTL(o, "new_comm|comm=");
-    put_esc(o, r->name, start + 1024);
+    put_esc(o, text_name(r), start + 1024);
     PUTL(o, "|id=");
     put_hex(o, r->comm_id);
     PUTL(o, "|rank=");
@@ -393,17 +412,18 @@ static void put_new_comm(struct out *o, struct cc__clog_fmt *f, const cc_clog_t 
         PUTL(o, "split|parent=");
         put_esc(o, parent ? parent : "?", start + 1024);
         PUTL(o, "|child=");
-        put_esc(o, r->name, start + 2048);
+        put_esc(o, text_name(r), start + 2048);
         PUTL(o, "|parent_id=");
         put_hex(o, r->t_ref_ns);
         PUTL(o, "|child_id=");
         put_hex(o, r->comm_id);
         PUTL(o, "|ranks=");
-        put_esc(o, r->text ? r->text : "?", start + CC__CLOG_LINE_MAX - 32);
+        /* A child has at least one rank: an empty list means it could not be known. */
+        put_esc(o, *text_rest(r) ? text_rest(r) : "?", start + CC__CLOG_LINE_MAX - 32);
         put_off_nl(o, c, r->t_ns);
     }
     /* After the split line: a comm is never its own parent. */
-    comm_remember(f, r->comm_id, r->name);
+    if (r->text) comm_remember(f, r->comm_id, r->text);
 }
 
 size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_rec *rec, char *buf,
@@ -416,7 +436,7 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
         break;
     case CC__CLOG_REC_END:
         PUTL(&o, "end_comm|comm=");
-        put_esc(&o, rec->name, 1024);
+        put_esc(&o, name_of(f, rec->comm_id), 1024);
         PUTL(&o, "|id=");
         put_hex(&o, rec->comm_id);
         put_off_nl(&o, c, rec->t_ns);
@@ -434,7 +454,7 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
             atomic_fetch_add_explicit(&c->ring.dropped, 1, memory_order_relaxed);
             break;
         }
-        if (fresh) put_sig(&o, n, rec);
+        if (fresh) put_sig(&o, f, n, rec);
         put_event(&o, c, n, rec);
         break;
     }

@@ -31,14 +31,22 @@ static int is_lifecycle(cc_op_type_t t)
     return (unsigned)t >= CC_OP_TYPE_COUNT || op_class[t] == CLS_LIFE;
 }
 
-/* Bounded copy of a comm name; a plain loop so it never reads past the NUL. */
-static void copy_name(char *dst, const char *src)
+/*
+ * A heap block "<name>\0<rest>" (rest may be NULL: then "<name>\0\0"), the
+ * name cut at CC__CLOG_NAME_MAX - 1 bytes; NULL when out of memory. Off the
+ * op path: NEW and A records only.
+ */
+static char *name_and(const char *name, const char *rest)
 {
-    size_t i = 0;
-    if (src)
-        for (; i < CC__CLOG_NAME_MAX - 1 && src[i]; i++)
-            dst[i] = src[i];
-    dst[i] = '\0';
+    size_t n = name ? strnlen(name, CC__CLOG_NAME_MAX - 1) : 0;
+    size_t m = rest ? strlen(rest) : 0;
+    char *s = malloc(n + m + 2);
+    if (!s) return NULL;
+    if (n) memcpy(s, name, n);
+    s[n] = '\0';
+    if (m) memcpy(s + n + 1, rest, m);
+    s[n + 1 + m] = '\0';
+    return s;
 }
 
 /* The signature and identity of an op, common to every op event. */
@@ -64,8 +72,7 @@ static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, ui
     r->t_ref_ns = 0;
     r->in_count = op->in_count;
     r->out_count = op->out_count;
-    r->text = NULL;
-    copy_name(r->name, op->comm_name);
+    r->text = NULL; /* no name: the writer knows it by comm_id (the comm's NEW record) */
 }
 
 cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
@@ -143,9 +150,10 @@ void cc__clog_push_new_comm(cc_clog_t *c, const cc_op_info_t *op)
     r.comm_id = op->comm_id;
     r.t_ns = cc__now_ns();
     r.t_ref_ns = op->parent_comm_id; /* the writer's split line */
-    copy_name(r.name, op->comm_name);
     /* Only children get a ranks list: the world's is 0..size-1 by definition. */
-    if (op->parent_comm_id) r.text = ranks_text(op->comm, op->size);
+    char *ranks = op->parent_comm_id ? ranks_text(op->comm, op->size) : NULL;
+    r.text = name_and(op->comm_name, ranks);
+    free(ranks);
     /* A refused record still owns its text. */
     if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
 }
@@ -164,7 +172,6 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
         r.kind = CC__CLOG_REC_END;
         r.comm_id = op->comm_id;
         r.t_ns = cc__now_ns();
-        copy_name(r.name, op->comm_name);
         cc__clog_ring_push(&c->ring, &r);
         return;
     }
@@ -191,9 +198,8 @@ void cc__clog_on_abort(const cc_abort_info_t *info, void *user)
         }
         /* The abort is the comm's, even when the culprit op's fields fill the rest. */
         r.comm_id = info->comm_id;
-        copy_name(r.name, info->comm_name);
         r.status = info->reason;
-        r.text = info->message ? strdup(info->message) : NULL;
+        r.text = name_and(info->comm_name, info->message);
         if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
     }
     /* Whatever happens next (destroy, exit, SIGABRT), the story is on disk. */

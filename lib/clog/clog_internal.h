@@ -20,7 +20,7 @@
 #include "clog/clog_ring.h"
 
 #define CC__CLOG_MAGIC            0x636c6f67u /* "clog" */
-#define CC__CLOG_DEFAULT_RING     32768u      /* 6 MiB: 32 ms of slack at 1 M records/s */
+#define CC__CLOG_DEFAULT_RING     32768u      /* 4 MiB (128-byte slots): 32 ms of slack at 1 M records/s */
 #define CC__CLOG_DEFAULT_FLUSH_MS 1000
 
 /* One attachment: the hooks registered for one comm (or for all: comm NULL). */

@@ -52,8 +52,10 @@ struct cc__clog_rec {
     uint64_t t_ref_ns; /* E: when the measured duration began; NEW: parent comm id */
     uint64_t in_count;
     uint64_t out_count;
-    char *text;                   /* owned heap string (A: message, NEW: ranks) or NULL */
-    char name[CC__CLOG_NAME_MAX]; /* comm name, NUL-terminated, truncated */
+    /* Owned heap block or NULL. NEW: the comm's name, a NUL, then its ranks list (children
+     * only); A: the comm's name, a NUL, then the message. Op events carry no name: the
+     * writer knows it by comm_id from the comm's NEW record, which always comes first. */
+    char *text;
 };
 
 /* Cache-line aligned so neighbouring producers do not share a slot's lines. */
@@ -61,6 +63,9 @@ struct cc__clog_slot {
     alignas(64) _Atomic uint64_t seq; /* == pos: free for position pos; == pos + 1: holds it */
     struct cc__clog_rec rec;
 };
+
+/* Two cache lines a record: ccomm/clog.h's ring_records comment says so. */
+_Static_assert(sizeof(struct cc__clog_slot) == 128, "clog slot is two cache lines");
 
 struct cc__clog_ring {
     struct cc__clog_slot *slots;

@@ -67,10 +67,14 @@ void cc__fr_load_words(void *dst, const void *src, size_t bytes)
     }
 }
 
+static inline uint64_t slot_index(const cc__fr_ring_t *r, uint64_t rid)
+{
+    return r->mask ? ((rid - 1) & r->mask) : ((rid - 1) % r->capacity);
+}
+
 static inline cc__fr_entry_t *slot_of(const cc__fr_ring_t *r, uint64_t rid)
 {
-    uint64_t i = r->mask ? ((rid - 1) & r->mask) : ((rid - 1) % r->capacity);
-    return (cc__fr_entry_t *)(void *)(r->slots + i * r->entry_size);
+    return (cc__fr_entry_t *)(void *)(r->slots + slot_index(r, rid) * r->entry_size);
 }
 
 /* Take e's seqlock: returns the even value it held, or 1 (odd: never a
@@ -167,6 +171,8 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
         /* Everything after seq, in one pass of word stores: every word is
          * rewritten, so nothing of the slot's previous op survives. */
         cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
+        const char **nm = r->names + 2 * slot_index(r, rid);
+        nm[0] = nm[1] = NULL; /* the strings just stored came from no known pointer */
         uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
         for (unsigned i = 0; i < e->nframes; i++)
             st(f + i, frames[i]);
@@ -232,8 +238,16 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
         memcpy(&w, &fw, 8);
         st(&e->flags, w);
     }
-    if (u->algorithm) store_str_field(e->algorithm, sizeof(e->algorithm), u->algorithm);
-    if (u->transport) store_str_field(e->transport, sizeof(e->transport), u->transport);
+    /* POST repeats START's names: the same pointer is the same string, already stored. */
+    const char **nm = r->names + 2 * slot_index(r, rid);
+    if (u->algorithm && u->algorithm != nm[0]) {
+        store_str_field(e->algorithm, sizeof(e->algorithm), u->algorithm);
+        nm[0] = u->algorithm;
+    }
+    if (u->transport && u->transport != nm[1]) {
+        store_str_field(e->transport, sizeof(e->transport), u->transport);
+        nm[1] = u->transport;
+    }
     /* Read under the lock: the caller moves this comm's pg_status. */
     int comm_slot = e->comm_slot;
     slot_unlock(e, s, 1);
@@ -457,8 +471,10 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     }
     struct layout l;
     plan(p, &l);
-    cc__fr_ring_t *r = calloc(1, sizeof(*r));
+    /* The names cache lives and dies with the struct (see ring.h). */
+    cc__fr_ring_t *r = calloc(1, sizeof(*r) + 2 * (size_t)p->capacity * sizeof(const char *));
     if (!r) return CC_ERR_NO_MEMORY;
+    r->names = (const char **)(void *)(r + 1);
     r->fd = -1;
     cc_status_t st = map_file(r, path, l.file_size);
     if (st != CC_OK) {

@@ -43,6 +43,12 @@ typedef struct cc__fr_ring {
     uint32_t mask; /* capacity - 1 when a power of two, else 0 */
     uint32_t entry_size;
     uint32_t stack_depth;
+    /* Process-private, allocated with the struct: per slot, the algorithm and
+     * transport pointers whose strings the slot holds (NULL: unknown). The
+     * names come from the engines' static tables, so an equal pointer means
+     * an equal string and an update may skip the store. Written under the
+     * slot's seqlock only; a forked child drops the ring, and this with it. */
+    const char **names;
     size_t size; /* bytes mapped */
     int fd;      /* open only while the file is created */
     char path[PATH_MAX];

@@ -58,6 +58,17 @@ static inline cc__op_t make_op(cc_op_type_t type, uint64_t op_id, uint64_t seq, 
     return op;
 }
 
+/* The comm's new_comm line, as the door's POST of COMM_INIT writes it: op
+ * lines name their comm through it (op records carry no name). */
+static inline void announce(cc_clog_t *c, uint64_t comm_id, const char *name)
+{
+    cc__op_t op = make_op(CC_OP_COMM_INIT, 0, 0, 0);
+    op.info.comm_id = comm_id;
+    op.info.comm_name = name;
+    op.info.status = CC_OK;
+    cc__clog_on_post(&op.info, c);
+}
+
 /* The whole file as lines (NULL-terminated array; free with lines_free). */
 static inline char **read_lines(const char *path, int *n)
 {

@@ -62,6 +62,7 @@ static void test_op_lines(void **state)
 {
     (void)state;
     cc_clog_t *c = open_in_tmp("op.log", CC_CLOG_ALL);
+    announce(c, 0xabcdef0123ull, "world");
     cc__op_t op = make_op(CC_OP_ALLREDUCE, 7, 3, 1024);
     uint64_t b = c->base_mono_ns;
     op.info.t_enqueue_ns = b + 1000000;
@@ -74,17 +75,19 @@ static void test_op_lines(void **state)
     cc__clog_on_post(&op.info, c);
     int n;
     char **l = close_and_read(c, &n);
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
+    assert_true(strip_offset(l[1]));
+    assert_string_equal(l[1], "new_comm|comm=world|id=000000abcdef0123|rank=0|size=4");
     assert_string_equal(
-        l[1], "C1|sig|all_reduce|in_count=1024|out_count=1024|dtype=f32|red_op=sum|root=-1|"
+        l[2], "C1|sig|all_reduce|in_count=1024|out_count=1024|dtype=f32|red_op=sum|root=-1|"
               "peer=-1|comm=world");
-    assert_string_equal(l[2], "C1|Q|op_id=7|seq=3|+0.001000");
-    assert_string_equal(l[3], "C1|S|op_id=7|seq=3|+0.002000");
-    assert_true(strip_offset(l[4]));
-    assert_string_equal(l[4], "C1|W|op_id=7|seq=3");
-    assert_string_equal(l[5], "C1|E|op_id=7|seq=3|status=OK|dur=0.003250|+0.005250");
-    assert_true(strip_offset(l[6]));
-    assert_string_equal(l[6], "END|dropped=0");
+    assert_string_equal(l[3], "C1|Q|op_id=7|seq=3|+0.001000");
+    assert_string_equal(l[4], "C1|S|op_id=7|seq=3|+0.002000");
+    assert_true(strip_offset(l[5]));
+    assert_string_equal(l[5], "C1|W|op_id=7|seq=3");
+    assert_string_equal(l[6], "C1|E|op_id=7|seq=3|status=OK|dur=0.003250|+0.005250");
+    assert_true(strip_offset(l[7]));
+    assert_string_equal(l[7], "END|dropped=0");
     lines_free(l);
 }
 
@@ -93,6 +96,7 @@ static void test_other_ops(void **state)
 {
     (void)state;
     cc_clog_t *c = open_in_tmp("other.log", CC_CLOG_ALL);
+    announce(c, 0xabcdef0123ull, "world");
     uint64_t b = c->base_mono_ns;
     cc__op_t send = make_op(CC_OP_SEND, 9, 0, 16);
     send.info.peer = 3;
@@ -111,14 +115,14 @@ static void test_other_ops(void **state)
     cc__clog_on_pre(&bar.info, c);
     int n;
     char **l = close_and_read(c, &n);
-    assert_int_equal(n, 7);
-    assert_string_equal(l[1], "C1|sig|send|in_count=16|out_count=16|dtype=i8|red_op=-|root=-1|"
+    assert_int_equal(n, 8);
+    assert_string_equal(l[2], "C1|sig|send|in_count=16|out_count=16|dtype=i8|red_op=-|root=-1|"
                               "peer=3|comm=world");
-    assert_string_equal(l[2], "C1|Q|op_id=9|seq=5|-0.000500");
-    assert_string_equal(l[3], "C1|E|op_id=9|seq=5|status=ERR_PEER_LOST|dur=0.002500|+0.002000");
-    assert_string_equal(l[4], "C2|sig|barrier|in_count=0|out_count=0|dtype=-|red_op=-|root=-1|"
+    assert_string_equal(l[3], "C1|Q|op_id=9|seq=5|-0.000500");
+    assert_string_equal(l[4], "C1|E|op_id=9|seq=5|status=ERR_PEER_LOST|dur=0.002500|+0.002000");
+    assert_string_equal(l[5], "C2|sig|barrier|in_count=0|out_count=0|dtype=-|red_op=-|root=-1|"
                               "peer=-1|comm=world");
-    assert_string_equal(l[5], "C2|Q|op_id=10|seq=4|+0.003000");
+    assert_string_equal(l[6], "C2|Q|op_id=10|seq=4|+0.003000");
     lines_free(l);
 }
 
@@ -129,6 +133,8 @@ static void test_signature_numbering(void **state)
 {
     (void)state;
     cc_clog_t *c = open_in_tmp("sig.log", CC_CLOG_Q);
+    announce(c, 0xabcdef0123ull, "world");
+    announce(c, 77, "world.1");
     cc__op_t a = make_op(CC_OP_ALLREDUCE, 1, 1, 100);
     cc__op_t b = make_op(CC_OP_ALLREDUCE, 2, 2, 200);
     cc__op_t d = make_op(CC_OP_ALLREDUCE, 4, 1, 100);
@@ -161,11 +167,39 @@ static void test_signature_numbering(void **state)
         "C3|Q|op_id=4|seq=1",
     };
     int nw = (int)(sizeof(want) / sizeof(want[0]));
-    assert_int_equal(n, nw + 2);
+    assert_int_equal(n, nw + 4); /* header, two new_comm lines, END */
     for (int i = 0; i < nw; i++) {
-        if (strstr(want[i], "|Q|")) assert_true(strip_offset(l[i + 1]));
-        assert_string_equal(l[i + 1], want[i]);
+        if (strstr(want[i], "|Q|")) assert_true(strip_offset(l[i + 3]));
+        assert_string_equal(l[i + 3], want[i]);
     }
+    lines_free(l);
+}
+
+/* Op lines name their comm through its new_comm line: a comm the logger never
+ * saw created reads "?", and a name longer than the kept 63 bytes is cut. */
+static void test_comm_names(void **state)
+{
+    (void)state;
+    cc_clog_t *c = open_in_tmp("names.log", CC_CLOG_Q);
+    cc__op_t a = make_op(CC_OP_ALLREDUCE, 1, 1, 8);
+    a.info.comm_id = 0x99;
+    cc__clog_on_pre(&a.info, c);
+    char longname[100];
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    announce(c, 0x98, longname);
+    cc__op_t b = make_op(CC_OP_ALLREDUCE, 2, 1, 8);
+    b.info.comm_id = 0x98;
+    cc__clog_on_pre(&b.info, c);
+    int n;
+    char **l = close_and_read(c, &n);
+    assert_int_equal(n, 7);
+    assert_string_equal(l[1], "C1|sig|all_reduce|in_count=8|out_count=8|dtype=f32|red_op=sum|"
+                              "root=-1|peer=-1|comm=?");
+    char want[200];
+    snprintf(want, sizeof(want), "C2|sig|all_reduce|in_count=8|out_count=8|dtype=f32|red_op=sum|"
+                                 "root=-1|peer=-1|comm=%.63s", longname);
+    assert_string_equal(l[4], want);
     lines_free(l);
 }
 
@@ -368,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_op_lines),
         cmocka_unit_test(test_other_ops),
         cmocka_unit_test(test_signature_numbering),
+        cmocka_unit_test(test_comm_names),
         cmocka_unit_test(test_comm_lines),
         cmocka_unit_test(test_abort_lines_and_flush),
         cmocka_unit_test(test_event_selection),

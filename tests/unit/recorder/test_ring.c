@@ -310,6 +310,53 @@ static void test_tables_full(void **state)
     cc__fr_reader_close(rd);
 }
 
+/* An update skips storing a name whose pointer the slot already holds; a
+ * new pointer is stored, and a reused slot forgets what its last op had. */
+static void test_names_cache(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof(path), "%s/names.ccfr", rec_dir);
+    cc__fr_ring_params_t p = {.capacity = 2,
+                              .comm_capacity = 2,
+                              .rank_capacity = 4,
+                              .rank = 0,
+                              .world_size = 2,
+                              .host = "h",
+                              .job_id = "j"};
+    cc__fr_ring_t *r = NULL;
+    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    static const char ring_alg[] = "ring", flat_alg[] = "flat", shm[] = "shm";
+    cc__op_t op;
+    cc__fr_entry_t e;
+    rec_op(&op, CC_OP_ALLREDUCE, 3, 1, 1);
+    cc__fr_entry_fill(&e, &op.info, -1, 1, 5);
+    uint64_t r1 = cc__fr_ring_pre(r, &e, NULL);
+    cc__fr_update_t u = {.state = CC__FR_STARTED, .t_start_ns = 6, .algorithm = ring_alg,
+                         .transport = shm};
+    cc__fr_ring_update(r, r1, &u);
+    u.state = CC__FR_COMPLETED;
+    u.t_end_ns = 7;
+    cc__fr_ring_update(r, r1, &u); /* the same pointers: skipped, still there */
+    const cc__fr_entry_t *slot0 = (const cc__fr_entry_t *)(const void *)r->slots;
+    assert_string_equal(slot0->algorithm, "ring");
+    assert_string_equal(slot0->transport, "shm");
+    u.algorithm = flat_alg; /* an engine that changed its mind at the end */
+    cc__fr_ring_update(r, r1, &u);
+    assert_string_equal(slot0->algorithm, "flat");
+    /* Two more ops: the third takes slot 0 again, its PRE writes empty names. */
+    cc__fr_ring_pre(r, &e, NULL);
+    uint64_t r3 = cc__fr_ring_pre(r, &e, NULL);
+    assert_int_equal(r3, r1 + 2);
+    assert_string_equal(slot0->algorithm, "");
+    cc__fr_update_t u3 = {.state = CC__FR_STARTED, .t_start_ns = 8, .algorithm = flat_alg,
+                          .transport = shm};
+    cc__fr_ring_update(r, r3, &u3); /* the pointers slot 0 had: stored all the same */
+    assert_string_equal(slot0->algorithm, "flat");
+    assert_string_equal(slot0->transport, "shm");
+    cc__fr_ring_destroy(r);
+}
+
 static void test_recorder_off(void **state)
 {
     (void)state;
@@ -404,6 +451,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lifecycle, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_ring_prefaulted, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_names_cache, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_subscribed_token, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
