@@ -75,11 +75,77 @@ static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, ui
     r->text = NULL; /* no name: the writer knows it by comm_id (the comm's NEW record) */
 }
 
+static size_t named_hash(uint64_t id)
+{
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 56) & (CC__CLOG_NAMED - 1);
+}
+
+/*
+ * Find comm id's place in the named table, claiming a free one when absent.
+ * Returns the index, or -1 when the table is full; *claimed says this call
+ * took the place (its caller must queue the NEW record and mark it ready).
+ */
+static int named_slot(cc_clog_t *c, uint64_t id, int *claimed)
+{
+    *claimed = 0;
+    size_t j = named_hash(id);
+    for (size_t k = 0; k < CC__CLOG_NAMED; k++, j = (j + 1) & (CC__CLOG_NAMED - 1)) {
+        uint64_t v = atomic_load_explicit(&c->named_id[j], memory_order_acquire);
+        if (v == id) return (int)j;
+        if (v) continue;
+        uint64_t zero = 0;
+        if (atomic_compare_exchange_strong(&c->named_id[j], &zero, id)) {
+            *claimed = 1;
+            return (int)j;
+        }
+        if (zero == id) return (int)j; /* another thread claimed it for the same comm */
+    }
+    return -1;
+}
+
+/*
+ * Slow path of named(): a comm other than the last op's. Its first op on a
+ * logger that never saw it created (attached to all comms after they were
+ * made) queues its NEW record here, once; a thread that races it waits,
+ * bounded, until that record is queued, so no op record precedes it.
+ */
+static void name_comm(cc_clog_t *c, const cc_op_info_t *op)
+{
+    int claimed, j = -1;
+    if (op->comm_id && !atomic_load_explicit(&c->named_full, memory_order_relaxed))
+        j = named_slot(c, op->comm_id, &claimed);
+    if (j < 0) {
+        /* Full: comms announced at init are still named (the writer keeps every NEW it
+         * sees); only those first seen at an op, beyond the table, read "comm=?". */
+        atomic_store_explicit(&c->named_full, 1, memory_order_relaxed);
+        atomic_store_explicit(&c->last_named, op->comm_id, memory_order_relaxed);
+        return;
+    }
+    if (claimed) {
+        cc__clog_push_new_comm(c, op);
+    } else {
+        for (long i = 0; i < (1L << 20) && !atomic_load_explicit(&c->named_ready[j],
+                                                                 memory_order_acquire); i++)
+            cc__cpu_relax();
+    }
+    atomic_store_explicit(&c->last_named, op->comm_id, memory_order_relaxed);
+}
+
+/* Make sure the writer will know op's comm by name: one load when it is the last op's. */
+static inline void named(cc_clog_t *c, const cc_op_info_t *op)
+{
+    if (__builtin_expect(atomic_load_explicit(&c->last_named, memory_order_relaxed) ==
+                             op->comm_id, 1))
+        return;
+    name_comm(c, op);
+}
+
 cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     /* Lifecycle ops get their own lines, at POST (see cc__clog_on_post). */
     if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
+    named(c, op);
     struct cc__clog_rec r;
     fill_op(&r, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
     /* A full ring counts the record itself; nothing to do about it here. */
@@ -91,6 +157,7 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
+    named(c, op);
     struct cc__clog_rec r;
     fill_op(&r, op, CC__CLOG_REC_S, op->t_start_ns);
     cc__clog_ring_push(&c->ring, &r);
@@ -101,6 +168,7 @@ void cc__clog_on_wait(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_W) || is_lifecycle(op->type)) return;
+    named(c, op);
     struct cc__clog_rec r;
     fill_op(&r, op, CC__CLOG_REC_W, 0);
     cc__clog_ring_push(&c->ring, &r);
@@ -154,8 +222,11 @@ void cc__clog_push_new_comm(cc_clog_t *c, const cc_op_info_t *op)
     char *ranks = op->parent_comm_id ? ranks_text(op->comm, op->size) : NULL;
     r.text = name_and(op->comm_name, ranks);
     free(ranks);
+    /* Claimed before the push, ready after: a racing op record waits for it (name_comm). */
+    int claimed, j = op->comm_id ? named_slot(c, op->comm_id, &claimed) : -1;
     /* A refused record still owns its text. */
     if (!cc__clog_ring_push(&c->ring, &r)) free(r.text);
+    if (j >= 0) atomic_store_explicit(&c->named_ready[j], 1, memory_order_release);
 }
 
 void cc__clog_on_post(const cc_op_info_t *op, void *user)
@@ -176,6 +247,7 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
         return;
     }
     if (!(c->events & CC_CLOG_E) || is_lifecycle(op->type)) return;
+    named(c, op);
     struct cc__clog_rec r;
     fill_op(&r, op, CC__CLOG_REC_E, op->t_end_ns);
     r.status = op->status;

@@ -33,10 +33,21 @@ struct cc__clog_att {
 
 struct cc__clog_fmt; /* the writer's formatting state (clog_format.c) */
 
+/* Comms whose new_comm record is in the ring (op records carry no name). */
+#define CC__CLOG_NAMED 256 /* a power of two; more comms than this log as "comm=?" */
+
 struct cc_clog {
     _Atomic uint32_t magic;    /* CC__CLOG_MAGIC while open */
     unsigned events;           /* CC_CLOG_* mask; read on the op path, immutable */
     struct cc__clog_ring ring; /* op path -> writer */
+
+    /* The comm ids the writer will know by name: set when a comm's NEW record
+     * is queued (init, attach, or the first op of a comm the logger never saw
+     * created), before its first op record. last_named caches the last hit. */
+    _Atomic uint64_t last_named;
+    _Atomic int named_full; /* the table filled up: op paths stop probing it */
+    _Atomic uint64_t named_id[CC__CLOG_NAMED];  /* 0 = free */
+    _Atomic uint8_t named_ready[CC__CLOG_NAMED]; /* 1 once that comm's NEW is queued */
 
     /* Immutable after open. */
     int fd;
@@ -97,7 +108,7 @@ void cc__clog_on_abort(const cc_abort_info_t *info, void *user);
 
 /* Validate a handle from the API (magic). */
 int cc__clog_valid(const cc_clog_t *c);
-/* Queue a NEW record for a comm (attach, and POST of COMM_INIT). */
+/* Queue a NEW record for a comm (attach, POST of COMM_INIT, first op of an unseen comm). */
 void cc__clog_push_new_comm(cc_clog_t *c, const cc_op_info_t *op);
 /* Remove every attachment; when it returns no hook of this logger runs. */
 void cc__clog_detach_all(cc_clog_t *c);

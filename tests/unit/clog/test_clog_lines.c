@@ -175,14 +175,16 @@ static void test_signature_numbering(void **state)
     lines_free(l);
 }
 
-/* Op lines name their comm through its new_comm line: a comm the logger never
- * saw created reads "?", and a name longer than the kept 63 bytes is cut. */
+/* Op lines name their comm through its new_comm line: the first op of a comm
+ * the logger never saw created (attached to all comms after they were made)
+ * writes that line itself, once; a name longer than the kept 63 bytes is cut. */
 static void test_comm_names(void **state)
 {
     (void)state;
     cc_clog_t *c = open_in_tmp("names.log", CC_CLOG_Q);
     cc__op_t a = make_op(CC_OP_ALLREDUCE, 1, 1, 8);
     a.info.comm_id = 0x99;
+    cc__clog_on_pre(&a.info, c);
     cc__clog_on_pre(&a.info, c);
     char longname[100];
     memset(longname, 'n', sizeof(longname) - 1);
@@ -191,15 +193,66 @@ static void test_comm_names(void **state)
     cc__op_t b = make_op(CC_OP_ALLREDUCE, 2, 1, 8);
     b.info.comm_id = 0x98;
     cc__clog_on_pre(&b.info, c);
+    cc__clog_on_pre(&a.info, c); /* back to the first comm: no second new_comm line */
     int n;
     char **l = close_and_read(c, &n);
-    assert_int_equal(n, 7);
-    assert_string_equal(l[1], "C1|sig|all_reduce|in_count=8|out_count=8|dtype=f32|red_op=sum|"
-                              "root=-1|peer=-1|comm=?");
+    assert_int_equal(n, 10);
+    for (int i = 1; i < n; i++)
+        strip_offset(l[i]);
+    assert_string_equal(l[1], "new_comm|comm=world|id=0000000000000099|rank=0|size=4");
+    assert_string_equal(l[2], "C1|sig|all_reduce|in_count=8|out_count=8|dtype=f32|red_op=sum|"
+                              "root=-1|peer=-1|comm=world");
+    assert_string_equal(l[4], "C1|Q|op_id=1|seq=1");
     char want[200];
+    snprintf(want, sizeof(want), "new_comm|comm=%.63s|id=0000000000000098|rank=0|size=4",
+             longname);
+    assert_string_equal(l[5], want);
     snprintf(want, sizeof(want), "C2|sig|all_reduce|in_count=8|out_count=8|dtype=f32|red_op=sum|"
                                  "root=-1|peer=-1|comm=%.63s", longname);
-    assert_string_equal(l[4], want);
+    assert_string_equal(l[6], want);
+    assert_string_equal(l[8], "C1|Q|op_id=1|seq=1");
+    lines_free(l);
+}
+
+struct race_arg {
+    cc_clog_t *c;
+    int t;
+};
+
+static void *race_ops(void *p)
+{
+    struct race_arg *a = p;
+    for (int i = 0; i < 400; i++) {
+        cc__op_t op = make_op(CC_OP_ALLREDUCE, (uint64_t)(1 + i), 1, 8);
+        op.info.comm_id = 0x100 + (uint64_t)((i + a->t) % 8);
+        op.info.comm_name = "racer";
+        cc__clog_on_pre(&op.info, a->c);
+    }
+    return NULL;
+}
+
+/* Threads racing to the first op of the same unseen comms: one new_comm line per
+ * comm, and before any line of that comm. */
+static void test_comm_names_race(void **state)
+{
+    (void)state;
+    cc_clog_t *c = open_in_tmp("race.log", CC_CLOG_Q);
+    pthread_t th[4];
+    struct race_arg args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (struct race_arg){c, t};
+        assert_int_equal(pthread_create(&th[t], NULL, race_ops, &args[t]), 0);
+    }
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+    int n, news = 0;
+    char **l = close_and_read(c, &n);
+    assert_int_equal(n, 2 + 8 + 8 + 1600); /* V, new_comm x8, sig x8, Q x1600, END */
+    for (int i = 1; i < n; i++) {
+        if (!strncmp(l[i], "new_comm|", 9)) news++;
+        if (strstr(l[i], "|sig|")) assert_non_null(strstr(l[i], "comm=racer"));
+    }
+    assert_int_equal(news, 8);
     lines_free(l);
 }
 
@@ -264,12 +317,12 @@ static void test_abort_lines_and_flush(void **state)
     cc__clog_on_abort(&ai, c);
     int n;
     char **l = read_lines(cc_clog_path(c), &n); /* not closed: the abort flushed */
-    assert_int_equal(n, 5);
-    for (int i = 3; i < n; i++)
+    assert_int_equal(n, 6); /* V, new_comm, sig, Q, A, A */
+    for (int i = 4; i < n; i++)
         assert_true(strip_offset(l[i]));
-    assert_string_equal(l[3], "C1|A|op_id=12|seq=6|comm=world|reason=ERR_TIMEOUT|"
+    assert_string_equal(l[4], "C1|A|op_id=12|seq=6|comm=world|reason=ERR_TIMEOUT|"
                               "msg=all_reduce 12 timed out %7C rank 3 silent%0A");
-    assert_string_equal(l[4], "C0|A|op_id=0|seq=0|comm=world|reason=ERR_ABORTED|"
+    assert_string_equal(l[5], "C0|A|op_id=0|seq=0|comm=world|reason=ERR_ABORTED|"
                               "msg=cc_comm_abort called");
     lines_free(l);
     assert_int_equal(cc_clog_close(c), CC_OK);
@@ -307,10 +360,11 @@ static void test_event_selection(void **state)
     cc__clog_on_abort(&ai, c);
     int n;
     char **l = close_and_read(c, &n);
-    assert_int_equal(n, 5); /* V, sig, E, new_comm, END */
-    assert_true(strncmp(l[1], "C1|sig|", 7) == 0);
-    assert_true(strncmp(l[2], "C1|E|", 5) == 0);
-    assert_true(strncmp(l[3], "new_comm|", 9) == 0);
+    assert_int_equal(n, 6); /* V, new_comm (first op of an unseen comm), sig, E, new_comm, END */
+    assert_true(strncmp(l[1], "new_comm|", 9) == 0);
+    assert_true(strncmp(l[2], "C1|sig|", 7) == 0);
+    assert_true(strncmp(l[3], "C1|E|", 5) == 0);
+    assert_true(strncmp(l[4], "new_comm|", 9) == 0);
     lines_free(l);
 }
 
@@ -403,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_other_ops),
         cmocka_unit_test(test_signature_numbering),
         cmocka_unit_test(test_comm_names),
+        cmocka_unit_test(test_comm_names_race),
         cmocka_unit_test(test_comm_lines),
         cmocka_unit_test(test_abort_lines_and_flush),
         cmocka_unit_test(test_event_selection),
