@@ -2,20 +2,34 @@
  * chain.c - hook chains: lock-free readers, serialized writers, and safe
  * reclamation of retired snapshots (see chain.h).
  *
- * Reclamation uses two reader counters and a phase bit. A reader picks the
- * counter of the current phase, increments it, and re-checks the phase; if
- * the phase moved meanwhile it backs out and retries, so a reader that got
- * in always loads a snapshot at least as new as the one published before
- * the phase it counted in. A writer publishes the new snapshot, flips the
- * phase, and waits for the old phase's counter to drain; then no reader can
- * hold the retired snapshot and it is freed.
+ * Reclamation. Each thread that runs hooks has a reader record of its own
+ * (made at its first section, freed at its exit): entering the outermost
+ * section stores the grace-period number g_gp in it, leaving stores 0.
+ * Those are plain stores to the thread's own cache line, with no atomic
+ * read-modify-write on the op path: a writer that publishes a snapshot
+ * bumps g_gp and then, with membarrier(2), makes every running thread pass
+ * a full barrier, so each reader either has its number visible to the
+ * writer or loads the new snapshot; the writer then waits for every reader
+ * whose number is older than the bump to leave. Where membarrier is not
+ * available the readers fence themselves (one mfence per section).
+ *
+ * A context that has no record and must not make one (an abort hook in a
+ * fatal-signal handler, a record that could not be allocated) uses the
+ * older scheme, two shared counters and a phase bit, which the writer also
+ * drains: a reader picks the counter of the current phase, increments it,
+ * and re-checks the phase (retrying if it moved); the writer flips the
+ * phase and waits for the old phase's counter to drain.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hooks/chain.h"
 #include "base/log.h"
@@ -24,6 +38,25 @@ cc__chain_set_t cc__global_hooks;
 
 static _Atomic unsigned g_phase;
 static _Atomic long g_readers[2];
+
+/* One per thread that ran hooks; ctr and nest are written by that thread only
+ * (and its signal handlers, which restore them before returning). */
+struct reader {
+    _Atomic uint64_t ctr; /* 0 outside any section, else g_gp when the outermost began */
+    unsigned nest;        /* section depth */
+    struct reader *next;  /* g_reader_list, under g_reader_lock */
+    char pad[64 - 2 * sizeof(uint64_t) - sizeof(void *)];
+};
+#define READER_TOKEN 2 /* a section on the thread's own record; 0 and 1 are phases */
+
+static _Atomic uint64_t g_gp = 1;
+static pthread_mutex_t g_reader_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reader *g_reader_list;
+static __thread struct reader *t_reader;
+static pthread_once_t g_reader_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_reader_key;
+static int g_reader_key_ok;
+static int g_memb; /* 1: membarrier(PRIVATE_EXPEDITED) is registered for this process */
 
 /* The chains this thread is running, innermost first: one frame on the runner's stack per
  * run, naming the set the op belongs to (the global hooks run for it too). */
@@ -46,7 +79,58 @@ static struct reg *g_reg;
 static size_t g_nreg, g_capreg;
 static cc_hook_handle_t g_next_handle = 1;
 
-int cc__hooks_read_lock(void)
+/* Thread exit: the record leaves the list (its thread is outside any section). */
+static void reader_gone(void *p)
+{
+    struct reader *r = p;
+    t_reader = NULL; /* a later destructor that runs hooks makes a new one */
+    pthread_mutex_lock(&g_reader_lock);
+    for (struct reader **pp = &g_reader_list; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&g_reader_lock);
+    free(r);
+}
+
+/* The forked child's only thread is the one that forked: the others' records would hold
+ * their sections forever. They are dropped (not freed: a parent's heap, left alone). */
+static void reader_after_fork(void)
+{
+    pthread_mutex_init(&g_reader_lock, NULL);
+    g_reader_list = t_reader;
+    if (t_reader) t_reader->next = NULL;
+}
+
+static void reader_init(void)
+{
+    g_reader_key_ok = pthread_key_create(&g_reader_key, reader_gone) == 0;
+    g_memb = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    pthread_atfork(NULL, NULL, reader_after_fork);
+}
+
+/* This thread's first section: make and list its record (once per thread, off the op
+ * path's steady state). NULL when it cannot (no memory, no key): the shared counters. */
+static struct reader *reader_register(void)
+{
+    pthread_once(&g_reader_once, reader_init);
+    if (!g_reader_key_ok) return NULL;
+    struct reader *r = calloc(1, sizeof(*r));
+    if (!r) return NULL;
+    if (pthread_setspecific(g_reader_key, r) != 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_lock(&g_reader_lock);
+    r->next = g_reader_list;
+    g_reader_list = r;
+    pthread_mutex_unlock(&g_reader_lock);
+    t_reader = r;
+    return r;
+}
+
+static int shared_lock(void)
 {
     for (;;) {
         unsigned p = atomic_load(&g_phase) & 1u;
@@ -56,9 +140,37 @@ int cc__hooks_read_lock(void)
     }
 }
 
+/* may_register 0: a signal handler, which must not allocate. */
+static inline int read_lock(int may_register)
+{
+    struct reader *r = t_reader;
+    if (__builtin_expect(!r, 0) && (!may_register || !(r = reader_register())))
+        return shared_lock();
+    if (r->nest++ == 0) {
+        atomic_store_explicit(&r->ctr, atomic_load_explicit(&g_gp, memory_order_acquire),
+                              memory_order_relaxed);
+        /* The store must be seen before the snapshot is loaded: the writer's membarrier
+         * orders it, or this thread's own fence. */
+        if (g_memb) atomic_signal_fence(memory_order_seq_cst);
+        else atomic_thread_fence(memory_order_seq_cst);
+    }
+    return READER_TOKEN;
+}
+
+int cc__hooks_read_lock(void)
+{
+    return read_lock(1);
+}
+
 void cc__hooks_read_unlock(int token)
 {
-    atomic_fetch_sub(&g_readers[token & 1], 1);
+    if (token != READER_TOKEN) {
+        atomic_fetch_sub(&g_readers[token & 1], 1);
+        return;
+    }
+    struct reader *r = t_reader;
+    /* Release: the section's loads of the snapshot are done before the writer sees 0. */
+    if (--r->nest == 0) atomic_store_explicit(&r->ctr, 0, memory_order_release);
 }
 
 int cc__hooks_in_hook(void)
@@ -73,18 +185,35 @@ int cc__hooks_running(const cc__chain_set_t *set)
     return 0;
 }
 
-/* Wait until no reader can hold a snapshot retired before this call. */
+static void backoff(unsigned spins)
+{
+    if (spins < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Wait until no reader can hold a snapshot retired before this call. Writers only, one
+ * at a time (g_write_lock). */
 static void synchronize(void)
 {
-    unsigned p = atomic_fetch_add(&g_phase, 1u) & 1u;
-    for (unsigned spins = 0; atomic_load(&g_readers[p]) != 0; spins++) {
-        if (spins < 64) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
-        }
+    pthread_once(&g_reader_once, reader_init); /* g_memb is settled before it is read */
+    uint64_t gp = atomic_fetch_add(&g_gp, 1) + 1;
+    if (!g_memb || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        atomic_thread_fence(memory_order_seq_cst); /* with g_memb it cannot fail: registered */
+    pthread_mutex_lock(&g_reader_lock);
+    for (struct reader *r = g_reader_list; r; r = r->next) {
+        uint64_t c;
+        for (unsigned spins = 0;
+             (c = atomic_load_explicit(&r->ctr, memory_order_acquire)) != 0 && c < gp; spins++)
+            backoff(spins);
     }
+    pthread_mutex_unlock(&g_reader_lock);
+    unsigned p = atomic_fetch_add(&g_phase, 1u) & 1u;
+    for (unsigned spins = 0; atomic_load(&g_readers[p]) > 0; spins++)
+        backoff(spins);
 }
 
 /* Publish `next` on the chain and free the snapshot it replaces. */
@@ -367,7 +496,7 @@ void cc__hooks_run_abort(const cc__chain_set_t *local, const cc_abort_info_t *in
                          int signal_ctx)
 {
     if (!cc__hooks_any(local, CC__HOOK_ABORT)) return;
-    int tok = cc__hooks_read_lock();
+    int tok = read_lock(!signal_ctx);
     struct run_frame f = {local, t_runs};
     t_runs = &f;
     run_abort_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_ABORT].snap), info, signal_ctx);

@@ -6,6 +6,9 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,6 +208,90 @@ static void test_concurrent_add_remove(void **state)
     assert_null(atomic_load(&cc__global_hooks.chain[CC__HOOK_POST].snap));
 }
 
+/* --- reader records: threads that exit, and a fork while another thread is in a hook --- */
+
+static void noop(const cc_op_info_t *op, void *user)
+{
+    (void)op;
+    (void)user;
+}
+
+static void *run_once(void *arg)
+{
+    (void)arg;
+    cc_op_info_t op = {0};
+    cc__hooks_run_op(CC__HOOK_POST, &set, &op, &tok);
+    return NULL;
+}
+
+/* Threads that ran hooks and exited leave no record a writer would wait on or touch. */
+static void test_reader_threads_exit(void **state)
+{
+    (void)state;
+    cc_hook_handle_t h;
+    assert_int_equal(cc__hook_add(&set, CC__HOOK_POST, (void (*)(void))noop, NULL, 0, &set, &h),
+                     CC_OK);
+    for (int round = 0; round < 20; round++) {
+        pthread_t t[8];
+        for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, run_once, NULL);
+        for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+    }
+    alarm(20); /* a writer waiting on a dead thread's record is a hang: SIGALRM fails the test */
+    assert_int_equal(cc__hook_remove(h), CC_OK);
+    alarm(0);
+}
+
+static _Atomic int held, release_hold;
+
+static void hold(const cc_op_info_t *op, void *user)
+{
+    (void)op;
+    (void)user;
+    atomic_store(&held, 1);
+    while (!atomic_load(&release_hold)) sched_yield();
+}
+
+static void *run_hold(void *arg)
+{
+    (void)arg;
+    cc_op_info_t op = {0};
+    cc__hooks_run_op(CC__HOOK_START, &set, &op, &tok);
+    return NULL;
+}
+
+/* A child forked while another thread sits in a hook has no such thread: its writers must
+ * not wait for it (the parent's records are dropped in the child). */
+static void test_fork_with_reader_inside(void **state)
+{
+    (void)state;
+    cc_hook_handle_t h;
+    assert_int_equal(cc__hook_add(&set, CC__HOOK_START, (void (*)(void))hold, NULL, 0, &set, &h),
+                     CC_OK);
+    atomic_store(&held, 0);
+    atomic_store(&release_hold, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, run_hold, NULL);
+    while (!atomic_load(&held)) sched_yield();
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        cc_hook_handle_t h2;
+        /* Adding publishes a new snapshot and retires the old one: a grace period. */
+        int ok = cc__hook_add(&set, CC__HOOK_START, (void (*)(void))noop, NULL, 0, &set, &h2) ==
+                     CC_OK &&
+                 cc__hook_remove(h2) == CC_OK;
+        _exit(ok ? 0 : 1);
+    }
+    assert_true(pid > 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    atomic_store(&release_hold, 1);
+    pthread_join(t, NULL);
+    assert_true(WIFEXITED(status)); /* killed by SIGALRM: the child's writer hung */
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(cc__hook_remove(h), CC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +300,8 @@ int main(void)
         cmocka_unit_test(test_in_hook_flag),
         cmocka_unit_test(test_abort_signal_safe),
         cmocka_unit_test(test_concurrent_add_remove),
+        cmocka_unit_test(test_reader_threads_exit),
+        cmocka_unit_test(test_fork_with_reader_inside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
