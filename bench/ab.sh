@@ -9,11 +9,14 @@
 #
 #   bench/ab.sh --a /tmp/old/build --b build
 #   bench/ab.sh --a OLD --b NEW --coll broadcast --sizes "8 1M 64M" --ranks 4 --launches 9
+#   bench/ab.sh --a build --a-env CCOMM_TCP_SPIN_US=0 --b-env CCOMM_TCP_SPIN_US=200 --transport tcp
 #
 # Options: --a DIR, --b DIR (builds with bin/ccrun and bin/ccperf; B defaults
 # to build), --coll NAME (allreduce), --sizes LIST (8 1M 64M), --ranks N (2),
 # --transport auto|tcp (auto), --launches N (7), --iters N (ccperf -n for
-# sizes up to 1 MiB; larger sizes run fewer, as --budget 256M does).
+# sizes up to 1 MiB; larger sizes run fewer, as --budget 256M does),
+# --a-env "VAR=value ...", --b-env "..." (settings for A's or B's runs only:
+# one build under two settings).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +25,8 @@ B=build
 COLL=allreduce
 SIZES="8 1M 64M"
 RANKS=2
+A_ENV=""
+B_ENV=""
 TRANSPORT=auto
 LAUNCHES=7
 ITERS=200
@@ -35,7 +40,9 @@ while [ $# -gt 0 ]; do
     --transport) TRANSPORT=$2; shift ;;
     --launches) LAUNCHES=$2; shift ;;
     --iters) ITERS=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --a-env) A_ENV=$2; shift ;;
+    --b-env) B_ENV=$2; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -47,6 +54,9 @@ for v in "$RANKS" "$LAUNCHES" "$ITERS"; do
     esac
 done
 case "$TRANSPORT" in auto | tcp) ;; *) echo "ab.sh: --transport \"$TRANSPORT\": auto or tcp" >&2; exit 2 ;; esac
+for e in $A_ENV $B_ENV; do
+    case "$e" in [A-Z_]*=*) ;; *) echo "ab.sh: --a-env/--b-env \"$e\" is not VAR=value" >&2; exit 2 ;; esac
+done
 for d in A B; do
     eval "dir=\$$d"
     case "$dir" in /*) ;; *) dir="$SRC/$dir" ;; esac
@@ -59,7 +69,9 @@ TMP=$(mktemp -d /tmp/ccomm-ab.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
 one() { # build label size
-    CCOMM_LOG_LEVEL=ERROR CCOMM_TRANSPORT=$TRANSPORT timeout 600 "$1/bin/ccrun" -n "$RANKS" \
+    if [ "$2" = a ]; then envs=$A_ENV; else envs=$B_ENV; fi
+    # $envs unquoted on purpose: a list of VAR=value words
+    env CCOMM_LOG_LEVEL=ERROR CCOMM_TRANSPORT="$TRANSPORT" $envs timeout 600 "$1/bin/ccrun" -n "$RANKS" \
         "$1/bin/ccperf" "$COLL" -b "$3" -e "$3" -n "$ITERS" -w 10 -c 0 --budget 256M 2>&1 |
         awk -v l="$2" -v s="$3" '$1 == "[0]" && $2 ~ /^[0-9]+$/ { print l, s, $7; exit }'
 }
@@ -77,8 +89,8 @@ while [ "$l" -lt "$LAUNCHES" ]; do
 done
 
 echo "ab: $COLL, $RANKS ranks, transport $TRANSPORT, $LAUNCHES launches alternating; median time (us) of rank 0's out-of-place column"
-echo "  a = $A"
-echo "  b = $B"
+echo "  a = $A${A_ENV:+ ($A_ENV)}"
+echo "  b = $B${B_ENV:+ ($B_ENV)}"
 printf "  %8s %12s %12s %10s\n" size "a (us)" "b (us)" "a/b"
 for s in $SIZES; do
     ma=$(awk -v s="$s" '$1 == "a" && $2 == s { print $3 }' "$TMP/res" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
