@@ -1,15 +1,21 @@
 /*
- * test_window.c - RMA windows on shared memory (ccomm/window.h), on forked
- * ranks of one host: puts of 1, 7, 64, 4096 and 1M+3 bytes at odd offsets
- * from odd source alignments, each followed by a signal, round after round
- * with a new pattern each round (a target that saw the signal before the
- * data would find the previous round's bytes); many-to-one puts into slices
- * of rank 0's window; get and flush; a wait for a signal that never comes
- * (CC_ERR_TIMEOUT in the op's timeout); a signal waking a sleeping waiter at once; bad
- * arguments; a TCP communicator
- * (CC_ERR_NOT_SUPPORTED); the window ops in the flight recorder's dump.
+ * test_window.c - RMA windows (ccomm/window.h) on forked ranks of one host,
+ * over shared memory (CCOMM_TRANSPORT=auto) and over TCP (=tcp: the
+ * target's progress thread): puts of 1, 7, 64, 4096 and 1M+3 bytes at odd
+ * offsets from odd source alignments, each followed by a signal, round
+ * after round with a new pattern each round (a target that saw the signal
+ * before the data would find the previous round's bytes); many-to-one puts
+ * into slices of rank 0's window; get and flush; a wait for a signal that
+ * never comes (CC_ERR_TIMEOUT in the op's timeout); a signal waking a
+ * sleeping waiter at once; bad arguments (nothing written); the window ops
+ * in the flight recorder's dump; a peer killed while a rank waits for its
+ * signal (CC_ERR_PEER_LOST, no hang); puts still on the wire at destroy
+ * (in place when destroy returns); the process's fds over 50
+ * create/destroy rounds.
  */
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,6 +164,7 @@ static int bad_input(cc_comm_t *comm, int r, int n)
     TC_REQUIRE(cc_window_put(w, b, 8, p, 56, NULL, NULL) == CC_OK, "56 + 8 fits");
     TC_REQUIRE(cc_window_put(w, NULL, 0, p, 64, NULL, NULL) == CC_OK, "0 bytes at the end");
     TC_REQUIRE(cc_window_flush(w, n + 3, NULL) == CC_ERR_INVALID_ARG, "flush peer");
+    TC_REQUIRE(cc_window_flush(w, p, NULL) == CC_OK, "flush"); /* the put is in place at p */
     TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
     for (size_t j = 0; j < 56; j++) TC_REQUIRE(mine[j] == 0xee, "byte %zu was written", j);
     for (size_t j = 56; j < 64; j++) TC_REQUIRE(mine[j] == j - 55, "byte %zu", j);
@@ -287,15 +294,115 @@ static int rank_wake(int rank, int size, const char *addr, void *arg)
     return cc_comm_destroy(comm) != CC_OK;
 }
 
-static int rank_tcp(int rank, int size, const char *addr, void *arg)
+/* Rank 1 dies (SIGKILL) while rank 0 waits for its signal: PEER_LOST long before the
+ * 20 s timeout of the wait, naming the peer, and no hang in what follows. */
+static int rank_killed(int rank, int size, const char *addr, void *arg)
 {
+    (void)arg, (void)size;
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    cc_window_t *w = NULL;
+    TC_REQUIRE(cc_window_create(comm, NULL, 0, NULL, &w) == CC_OK, "create");
+    TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    if (rank == 1) {
+        struct timespec d = {0, 200000000}; /* rank 0 is asleep in its wait by then */
+        nanosleep(&d, NULL);
+        raise(SIGKILL);
+    }
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = 20000;
+    int64_t t0 = mono_ns();
+    cc_status_t st = cc_window_wait_signal(w, 1, 1, &o, NULL);
+    double ms = (double)(mono_ns() - t0) / 1e6;
+    TC_REQUIRE(st == CC_ERR_PEER_LOST, "wait: %s after %.0f ms", cc_status_name(st), ms);
+    TC_REQUIRE(ms < 10000, "peer loss seen after %.0f ms", ms);
+    cc_window_destroy(w); /* the comm lost a rank: any status, but it returns */
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void run_killed(void **s)
+{
+    const char *tp = *s;
+    char env[64];
+    snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", tp);
+    const char *envs[] = {env, TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", NULL};
+    cc_test_child_t out[2];
+    fprintf(stderr, "-- 2 ranks, transport %s, rank 1 killed\n", tp);
+    cc_test_fork_ranks(2, rank_killed, NULL, 60, envs, out);
+    assert_true(out[0].exited && out[0].code == 0);
+    assert_true(!out[1].exited && out[1].signo == SIGKILL);
+}
+
+/*
+ * Destroy with puts still on their way: every rank puts PENDING_N puts of 256 KiB into the
+ * next rank, the last one a marker, then destroys at once without a signal or a flush. The
+ * destroy is a barrier after which no peer writes into this rank's memory, so once it
+ * returned every byte must be in place (over TCP the target reads the puts off the wire
+ * after its own barrier: destroy waits for each peer's last request).
+ */
+static int rank_pending(int rank, int size, const char *addr, void *arg)
+{
+    enum { PENDING_N = 24, PLEN = 256 * 1024 };
     (void)arg;
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
-    unsigned char m[16];
+    unsigned char *mine = calloc(PENDING_N, PLEN), *src = malloc(PLEN);
+    TC_REQUIRE(mine && src, "alloc");
     cc_window_t *w = NULL;
-    cc_status_t st = cc_window_create(comm, m, sizeof(m), NULL, &w);
-    TC_REQUIRE(st == CC_ERR_NOT_SUPPORTED && !w, "create over tcp: %s", cc_status_name(st));
+    TC_REQUIRE(cc_window_create(comm, mine, (size_t)PENDING_N * PLEN, NULL, &w) == CC_OK,
+               "create");
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    for (int i = 0; i < PENDING_N; i++) {
+        for (size_t j = 0; j < PLEN; j++) src[j] = pat(rank, i, j);
+        TC_REQUIRE(cc_window_put(w, src, PLEN, next, (size_t)i * PLEN, NULL, NULL) == CC_OK,
+                   "put %d", i);
+    }
+    TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy");
+    for (int i = 0; i < PENDING_N; i++)
+        for (size_t j = 0; j < PLEN; j++)
+            TC_REQUIRE(mine[(size_t)i * PLEN + j] == pat(prev, i, j),
+                       "put %d from rank %d: byte %zu not in place after destroy", i, prev, j);
+    free(mine);
+    free(src);
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int k = 0;
+    if (!d) return -1;
+    while (readdir(d)) k++;
+    closedir(d);
+    return k;
+}
+
+/* 50 windows made and destroyed, each used once: the process holds the same fds after. */
+static int rank_fds(int rank, int size, const char *addr, void *arg)
+{
+    enum { NWIN = 50 };
+    (void)arg;
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, before = -1;
+    uint64_t slot = 0, v;
+    for (int i = 0; i <= NWIN; i++) {
+        if (i == 1) before = count_fds(); /* after one round: lazily opened files are open */
+        cc_window_t *w = NULL;
+        TC_REQUIRE(cc_window_create(comm, &slot, sizeof(slot), NULL, &w) == CC_OK, "create %d",
+                   i);
+        v = (uint64_t)i * 1000u + (uint64_t)rank;
+        TC_REQUIRE(cc_window_put(w, &v, sizeof(v), next, 0, NULL, NULL) == CC_OK, "put");
+        TC_REQUIRE(cc_window_signal(w, next, NULL, NULL) == CC_OK, "signal");
+        TC_REQUIRE(wait_sig(w, prev, 1) == CC_OK, "wait %d", i);
+        TC_REQUIRE(slot == (uint64_t)i * 1000u + (uint64_t)prev, "round %d: %llu", i,
+                   (unsigned long long)slot);
+        TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy %d", i);
+    }
+    int after = count_fds();
+    TC_REQUIRE(before > 0 && after == before, "fds: %d after round 1, %d after %d windows",
+               before, after, NWIN);
     return cc_comm_destroy(comm) != CC_OK;
 }
 
@@ -317,11 +424,28 @@ int main(void)
 {
     static struct wjob two = {2, "auto", rank_main, 120}, four = {4, "auto", rank_main, 120},
                        timeout = {2, "auto", rank_timeout, 60}, wake = {2, "auto", rank_wake, 60},
-                       tcp = {2, "tcp", rank_tcp, 60};
+                       pending = {2, "auto", rank_pending, 60}, fds = {2, "auto", rank_fds, 60},
+                       two_tcp = {2, "tcp", rank_main, 120}, four_tcp = {4, "tcp", rank_main, 120},
+                       timeout_tcp = {2, "tcp", rank_timeout, 60},
+                       wake_tcp = {2, "tcp", rank_wake, 60},
+                       pending_tcp = {4, "tcp", rank_pending, 60},
+                       fds_tcp = {4, "tcp", rank_fds, 90};
+    static const char *shm = "auto", *tcp = "tcp";
     const struct CMUnitTest tests[] = {
-        {"two", run_job, NULL, NULL, &two},         {"four", run_job, NULL, NULL, &four},
-        {"timeout", run_job, NULL, NULL, &timeout}, {"wake", run_job, NULL, NULL, &wake},
-        {"tcp", run_job, NULL, NULL, &tcp},
+        {"two", run_job, NULL, NULL, &two},
+        {"four", run_job, NULL, NULL, &four},
+        {"timeout", run_job, NULL, NULL, &timeout},
+        {"wake", run_job, NULL, NULL, &wake},
+        {"killed", run_killed, NULL, NULL, (void *)shm},
+        {"pending", run_job, NULL, NULL, &pending},
+        {"fds", run_job, NULL, NULL, &fds},
+        {"two_tcp", run_job, NULL, NULL, &two_tcp},
+        {"four_tcp", run_job, NULL, NULL, &four_tcp},
+        {"timeout_tcp", run_job, NULL, NULL, &timeout_tcp},
+        {"wake_tcp", run_job, NULL, NULL, &wake_tcp},
+        {"killed_tcp", run_killed, NULL, NULL, (void *)tcp},
+        {"pending_tcp", run_job, NULL, NULL, &pending_tcp},
+        {"fds_tcp", run_job, NULL, NULL, &fds_tcp},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
