@@ -27,6 +27,8 @@
 #include <cmocka.h>
 
 #include "base/config.h"
+#include "engine/comm.h"
+#include "native/native.h"
 #include "test_coll_util.h"
 
 #define BIG    ((size_t)(1u << 20) + 3)
@@ -213,6 +215,29 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     TC_REQUIRE(comm, "init");
     if (ring_rounds(comm, rank, size) || many_to_one(comm, rank, size) ||
         get_flush(comm, rank, size) || bad_input(comm, rank, size) || recorded(rank, size))
+        return 1;
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
+/* A mixed communicator: rank 0 forces TCP, so it reaches everyone over TCP while ranks 1 and
+ * 2 share memory; the window serves every peer over TCP (one transport class per comm). */
+static int rank_mixed(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    if (rank == 0) {
+        setenv("CCOMM_TRANSPORT", "tcp", 1);
+        cc__config_reload();
+    }
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    const cc__native_t *nc = comm->engine_state;
+    const char *want = rank == 0 ? "tcp" : "mixed", *algo[4];
+    TC_REQUIRE(!strcmp(nc->transport, want), "rank %d: transport %s, want %s", rank,
+               nc->transport, want);
+    TC_REQUIRE(cc__native_algorithms(comm, CC_OP_WIN_PUT, algo, 4) == 1 && !strcmp(algo[0], "tcp"),
+               "rank %d: window puts do not run over tcp", rank);
+    if (ring_rounds(comm, rank, size) || many_to_one(comm, rank, size) ||
+        get_flush(comm, rank, size) || bad_input(comm, rank, size))
         return 1;
     return cc_comm_destroy(comm) != CC_OK;
 }
@@ -432,7 +457,7 @@ int main(void)
                        timeout_tcp = {2, "tcp", rank_timeout, 60},
                        wake_tcp = {2, "tcp", rank_wake, 60},
                        pending_tcp = {4, "tcp", rank_pending, 60},
-                       fds_tcp = {4, "tcp", rank_fds, 90};
+                       fds_tcp = {4, "tcp", rank_fds, 90}, mixed = {3, "auto", rank_mixed, 120};
     static const char *shm = "auto", *tcp = "tcp";
     const struct CMUnitTest tests[] = {
         {"two", run_job, NULL, NULL, &two},
@@ -449,6 +474,7 @@ int main(void)
         {"killed_tcp", run_killed, NULL, NULL, (void *)tcp},
         {"pending_tcp", run_job, NULL, NULL, &pending_tcp},
         {"fds_tcp", run_job, NULL, NULL, &fds_tcp},
+        {"mixed", run_job, NULL, NULL, &mixed},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
