@@ -218,8 +218,10 @@ static void *progress(void *arg)
             t->pf_rank[n++] = p;
         }
         uint64_t stop = atomic_load(&t->stop_at), now = cc__now_ns();
-        if ((n == 1 && stop != UINT64_MAX) || now >= stop) break;
-        int ms = stop == UINT64_MAX ? -1 : (int)((stop - now) / 1000000u) + 1;
+        if ((n == 1 && atomic_load(&t->stopping)) || now >= stop) break;
+        /* Sleep until a request, the stop, or the stop's deadline (in slices: no int overflow). */
+        uint64_t left = stop - now;
+        int ms = stop == UINT64_MAX ? -1 : left > 1000000000u ? 1000 : (int)(left / 1000000u) + 1;
         if (poll(t->pf, (nfds_t)n, ms) <= 0) continue;
         if (t->pf[0].revents) {
             uint64_t v;
@@ -281,6 +283,7 @@ static void join(struct cc__wtcp *t, uint64_t at)
 {
     uint64_t one = 1;
     atomic_store(&t->stop_at, at);
+    atomic_store(&t->stopping, 1);
     if (write(t->stop_fd, &one, sizeof(one)) < 0) { /* full counter: it is awake anyway */
     }
     pthread_join(t->thread, NULL);

@@ -115,8 +115,8 @@ struct cc__wtcp {
     _Atomic uint32_t bell;     /* bumped by the thread when it counts a signal or a loss */
     _Atomic uint32_t sleeping; /* a waiter sleeps on bell */
     int stop_fd;               /* eventfd: wakes the thread to stop */
-    _Atomic uint64_t stop_at;  /* the thread stops at this time (UINT64_MAX: when every
-                                  stream ended) */
+    _Atomic int stopping;      /* destroy: the thread ends once every stream ended, */
+    _Atomic uint64_t stop_at;  /* ... or at this time (UINT64_MAX: none) */
     struct pollfd *pf;         /* the thread's poll set */
     int *pf_rank;
     pthread_t thread;

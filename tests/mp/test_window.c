@@ -242,6 +242,26 @@ static int rank_mixed(int rank, int size, const char *addr, void *arg)
     return cc_comm_destroy(comm) != CC_OK;
 }
 
+/* CCOMM_TIMEOUT past INT64_MAX ms: ops and destroy have no deadline (UINT64_MAX); destroy
+ * must still end once the peers said goodbye, not wait for a deadline that never comes. */
+static int rank_no_deadline(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    setenv("CCOMM_TIMEOUT", "9300000000000000", 1);
+    cc__config_reload();
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    uint64_t slot = 0, v = 7u + (uint64_t)rank;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    cc_window_t *w = NULL;
+    TC_REQUIRE(cc_window_create(comm, &slot, sizeof(slot), NULL, &w) == CC_OK, "create");
+    TC_REQUIRE(cc_window_put(w, &v, sizeof(v), next, 0, NULL, NULL) == CC_OK, "put");
+    TC_REQUIRE(cc_window_signal(w, next, NULL, NULL) == CC_OK, "signal");
+    TC_REQUIRE(wait_sig(w, prev, 1) == CC_OK && slot == 7u + (uint64_t)prev, "wait");
+    TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy");
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
 /* Nobody signals: CC_ERR_TIMEOUT after the op's 300 ms, not the comm's 15 s. */
 static int rank_timeout(int rank, int size, const char *addr, void *arg)
 {
@@ -457,7 +477,8 @@ int main(void)
                        timeout_tcp = {2, "tcp", rank_timeout, 60},
                        wake_tcp = {2, "tcp", rank_wake, 60},
                        pending_tcp = {4, "tcp", rank_pending, 60},
-                       fds_tcp = {4, "tcp", rank_fds, 90}, mixed = {3, "auto", rank_mixed, 120};
+                       fds_tcp = {4, "tcp", rank_fds, 90}, mixed = {3, "auto", rank_mixed, 120},
+                       forever_tcp = {2, "tcp", rank_no_deadline, 30};
     static const char *shm = "auto", *tcp = "tcp";
     const struct CMUnitTest tests[] = {
         {"two", run_job, NULL, NULL, &two},
@@ -475,6 +496,7 @@ int main(void)
         {"pending_tcp", run_job, NULL, NULL, &pending_tcp},
         {"fds_tcp", run_job, NULL, NULL, &fds_tcp},
         {"mixed", run_job, NULL, NULL, &mixed},
+        {"no_deadline_tcp", run_job, NULL, NULL, &forever_tcp},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
