@@ -52,8 +52,10 @@ cc_status_t cc__wtcp_listen(struct cc_window *w, int *lfd, uint16_t *port, uint6
     socklen_t sl;
     *lfd = -1;
     if (cc__tcp_sockaddr(addr, 0, &ss, &sl) != 0) {
-        cc_log_error(CC_SUBSYS_TCP, "cc_window_create: this rank's socket address \"%s\" is not "
-                     "a numeric IP address", addr);
+        cc_log_error(CC_SUBSYS_TCP,
+                     "cc_window_create: this rank's socket address \"%s\" is not "
+                     "a numeric IP address",
+                     addr);
         return CC_ERR_INVALID_ARG;
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -61,8 +63,8 @@ cc_status_t cc__wtcp_listen(struct cc_window *w, int *lfd, uint16_t *port, uint6
     if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, w->n + 8) != 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
         getrandom(token, sizeof(*token), 0) != (ssize_t)sizeof(*token)) {
-        cc_log_error(CC_SUBSYS_TCP, "cc_window_create: cannot listen on %s for window %u: %s",
-                     addr, w->id, strerror(errno));
+        cc_log_error(CC_SUBSYS_TCP, "cc_window_create: cannot listen on %s for window %u: %s", addr,
+                     w->id, strerror(errno));
         if (fd >= 0) close(fd);
         return CC_ERR_SYSTEM;
     }
@@ -110,8 +112,10 @@ static struct cc__wtcp *alloc_tcp(const struct cc_window *w)
         t->tx[p] = t->rx[p].fd = -1;
     if (!t->tx || !t->tx_err || !t->tx_seq || !t->rx || !t->sig || !t->pf || !t->pf_rank ||
         t->stop_fd < 0) {
-        cc_log_error(CC_SUBSYS_TCP, "cc_window_create: no memory or eventfd for window %u "
-                     "over %d ranks", w->id, w->n);
+        cc_log_error(CC_SUBSYS_TCP,
+                     "cc_window_create: no memory or eventfd for window %u "
+                     "over %d ranks",
+                     w->id, w->n);
         free_tcp(t);
         return NULL;
     }
@@ -137,8 +141,8 @@ static cc_status_t connect_one(struct cc_window *w, struct cc__wtcp *t, int q, u
         err = 0;
         if (connect(fd, (struct sockaddr *)&ss, sl) == 0)
             st = CC_OK;
-        else if ((err = errno) == EINPROGRESS && (st = cc__wtcp_await(fd, POLLOUT, deadline,
-                                                                      NULL, -1)) == CC_OK) {
+        else if ((err = errno) == EINPROGRESS &&
+                 (st = cc__wtcp_await(fd, POLLOUT, deadline, NULL, -1)) == CC_OK) {
             err = 0;
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
             st = err ? CC_ERR_CONNECT : CC_OK;
@@ -150,9 +154,10 @@ static cc_status_t connect_one(struct cc_window *w, struct cc__wtcp *t, int q, u
         st = cc__wtcp_write(fd, &iov, 1, deadline, NULL, -1, &err);
     }
     if (st != CC_OK) {
-        cc_log_error(CC_SUBSYS_TCP, "cc_window_create: rank %d cannot connect to rank %d's "
-                     "window %u listener %s port %u: %s", w->rank, q, w->id, addr, port,
-                     err ? strerror(err) : cc_status_name(st));
+        cc_log_error(CC_SUBSYS_TCP,
+                     "cc_window_create: rank %d cannot connect to rank %d's "
+                     "window %u listener %s port %u: %s",
+                     w->rank, q, w->id, addr, port, err ? strerror(err) : cc_status_name(st));
         if (fd >= 0) close(fd);
         return st == CC_ERR_TIMEOUT ? st : CC_ERR_CONNECT;
     }
@@ -182,8 +187,10 @@ static cc_status_t accept_all(struct cc_window *w, struct cc__wtcp *t, int lfd, 
         if (st != CC_OK) {
             for (int p = 0; p < w->n; p++)
                 if (p != w->rank && t->rx[p].fd < 0)
-                    cc_log_error(CC_SUBSYS_TCP, "cc_window_create: rank %d did not connect to "
-                                 "rank %d's window %u listener in time", p, w->rank, w->id);
+                    cc_log_error(CC_SUBSYS_TCP,
+                                 "cc_window_create: rank %d did not connect to "
+                                 "rank %d's window %u listener in time",
+                                 p, w->rank, w->id);
             return st;
         }
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), err;
@@ -195,8 +202,10 @@ static cc_status_t accept_all(struct cc_window *w, struct cc__wtcp *t, int lfd, 
                               ? "no hello"
                               : hello_problem(t, w->id, token, &h);
         if (why) {
-            cc_log_warn(CC_SUBSYS_TCP, "cc_window_create: rank %d turned away a connection to "
-                        "its window %u listener: %s", w->rank, w->id, why);
+            cc_log_warn(CC_SUBSYS_TCP,
+                        "cc_window_create: rank %d turned away a connection to "
+                        "its window %u listener: %s",
+                        w->rank, w->id, why);
             close(fd);
             continue;
         }
@@ -264,8 +273,10 @@ cc_status_t cc__wtcp_start(struct cc_window *w, int lfd, uint64_t token, const u
         arm_rx(w, t, (void *)(uintptr_t)w->bases[w->rank]);
         int e = pthread_create(&t->thread, NULL, progress, t);
         if (e) {
-            cc_log_error(CC_SUBSYS_TCP, "cc_window_create: cannot start window %u's progress "
-                         "thread: %s", w->id, strerror(e));
+            cc_log_error(CC_SUBSYS_TCP,
+                         "cc_window_create: cannot start window %u's progress "
+                         "thread: %s",
+                         w->id, strerror(e));
             st = CC_ERR_SYSTEM;
         }
         t->started = !e;
@@ -307,8 +318,10 @@ cc_status_t cc__wtcp_stop(struct cc_window *w, uint64_t deadline_ns)
     if (t->started) join(t, deadline_ns);
     for (int p = 0; p < t->n; p++) {
         if (p == t->rank || atomic_load(&t->rx[p].ended) != CC__WTCP_OPEN) continue;
-        cc_log_error(CC_SUBSYS_TCP, "cc_window_destroy: rank %d did not end its requests to "
-                     "rank %d in window %u by the deadline", p, t->rank, w->id);
+        cc_log_error(CC_SUBSYS_TCP,
+                     "cc_window_destroy: rank %d did not end its requests to "
+                     "rank %d in window %u by the deadline",
+                     p, t->rank, w->id);
         st = CC_ERR_TIMEOUT;
     }
     free_tcp(t);

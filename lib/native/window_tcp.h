@@ -37,11 +37,11 @@
 
 /* Requests (origin -> target) and replies (target -> origin) on R(origin->target). */
 enum {
-    CC__WTCP_PUT = 1, /* off, bytes; bytes of payload follow */
-    CC__WTCP_GET,     /* off, bytes: answered by GET_DATA */
-    CC__WTCP_SIGNAL,  /* add 1 to the target's counter for the origin */
-    CC__WTCP_FLUSH,   /* answered by FLUSH_ACK once everything before it was applied */
-    CC__WTCP_BYE,     /* destroy: the origin sends nothing more */
+    CC__WTCP_PUT = 1,       /* off, bytes; bytes of payload follow */
+    CC__WTCP_GET,           /* off, bytes: answered by GET_DATA */
+    CC__WTCP_SIGNAL,        /* add 1 to the target's counter for the origin */
+    CC__WTCP_FLUSH,         /* answered by FLUSH_ACK once everything before it was applied */
+    CC__WTCP_BYE,           /* destroy: the origin sends nothing more */
     CC__WTCP_GET_DATA = 16, /* bytes of the target's region follow */
     CC__WTCP_FLUSH_ACK,
 };

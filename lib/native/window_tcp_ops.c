@@ -28,8 +28,7 @@
 
 #define SLICE_NS 50000000ull /* a blocked write or read rechecks abort this often */
 
-cc_status_t cc__wtcp_await(int fd, short events, uint64_t deadline, _Atomic int *abort,
-                           int stop_fd)
+cc_status_t cc__wtcp_await(int fd, short events, uint64_t deadline, _Atomic int *abort, int stop_fd)
 {
     for (;;) {
         int ab = abort ? atomic_load_explicit(abort, memory_order_acquire) : 0;
@@ -110,10 +109,11 @@ cc_status_t cc__wtcp_check(const struct cc__wtcp_hdr *h, unsigned win, uint64_t 
     else if (h->type == CC__WTCP_PUT || h->type == CC__WTCP_GET) {
         /* off + bytes <= size, written so that it cannot overflow. */
         if (h->off > size || h->bytes > size - h->off)
-            snprintf(why, len, "offset %" PRIu64 " + bytes %" PRIu64 " is beyond the %" PRIu64
-                     " bytes registered here", h->off, h->bytes, size);
-    } else if (h->type == CC__WTCP_SIGNAL || h->type == CC__WTCP_FLUSH ||
-               h->type == CC__WTCP_BYE) {
+            snprintf(why, len,
+                     "offset %" PRIu64 " + bytes %" PRIu64 " is beyond the %" PRIu64
+                     " bytes registered here",
+                     h->off, h->bytes, size);
+    } else if (h->type == CC__WTCP_SIGNAL || h->type == CC__WTCP_FLUSH || h->type == CC__WTCP_BYE) {
         if (h->bytes || h->off)
             snprintf(why, len, "request type %u carries offset %" PRIu64 " and bytes %" PRIu64,
                      h->type, h->off, h->bytes);
@@ -225,9 +225,11 @@ static cc_status_t broke(cc__op_t *op, struct cc__wtcp *t, cc_status_t st, int e
     op->waited_peer = peer;
     if (!t->tx_err[peer]) shutdown(t->tx[peer], SHUT_RDWR); /* a half-sent frame never parses */
     t->tx_err[peer] = st;
-    cc_log_error(CC_SUBSYS_TCP, "%s: %s rank %d (window connection of communicator %s) failed: "
-                 "%s%s%s", cc_op_type_name(op->info.type), what, peer, t->comm_name,
-                 cc_status_name(st), err ? ": " : "", err ? strerror(err) : "");
+    cc_log_error(CC_SUBSYS_TCP,
+                 "%s: %s rank %d (window connection of communicator %s) failed: "
+                 "%s%s%s",
+                 cc_op_type_name(op->info.type), what, peer, t->comm_name, cc_status_name(st),
+                 err ? ": " : "", err ? strerror(err) : "");
     return st;
 }
 
@@ -239,11 +241,12 @@ static cc_status_t request(cc__native_t *nc, cc__op_t *op, uint16_t type, const 
     int peer = op->info.peer, err;
     if (t->tx_err[peer]) return broke(op, t, t->tx_err[peer], 0, "an earlier request to");
     int data = type == CC__WTCP_PUT || type == CC__WTCP_GET;
-    struct cc__wtcp_hdr h = {CC__WTCP_MAGIC, type, 0, w->id, ++t->tx_seq[peer],
-                             data ? op->info.out_count : 0, data ? op->info.bytes : 0};
+    struct cc__wtcp_hdr h = {
+        CC__WTCP_MAGIC,           type, 0, w->id, ++t->tx_seq[peer], data ? op->info.out_count : 0,
+        data ? op->info.bytes : 0};
     struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)(uintptr_t)payload, payload ? h.bytes : 0}};
-    cc_status_t st = cc__wtcp_write(t->tx[peer], iov, 2, op->deadline_ns, &nc->abort_reason, -1,
-                                    &err);
+    cc_status_t st =
+        cc__wtcp_write(t->tx[peer], iov, 2, op->deadline_ns, &nc->abort_reason, -1, &err);
     return st == CC_OK ? st : broke(op, t, st, err, "sending to");
 }
 
@@ -255,19 +258,20 @@ static cc_status_t answer(cc__native_t *nc, cc__op_t *op, uint16_t type, void *d
     int peer = op->info.peer, err;
     struct cc__wtcp_hdr a;
     uint64_t want = type == CC__WTCP_GET_DATA ? op->info.bytes : 0;
-    cc_status_t st = cc__wtcp_read(t->tx[peer], &a, sizeof(a), op->deadline_ns,
-                                   &nc->abort_reason, &err);
+    cc_status_t st =
+        cc__wtcp_read(t->tx[peer], &a, sizeof(a), op->deadline_ns, &nc->abort_reason, &err);
     if (st != CC_OK) return broke(op, t, st, err, "the answer of");
-    if (a.magic != CC__WTCP_MAGIC || a.type != type || a.win != w->id ||
-        a.seq != t->tx_seq[peer] || a.bytes != want) {
-        cc_log_error(CC_SUBSYS_TCP, "%s: rank %d answered with type %u, window %" PRIu32
-                     ", request %" PRIu32 ", %" PRIu64 " bytes (want %u, %u, %" PRIu32
-                     ", %" PRIu64 ")", cc_op_type_name(op->info.type), peer, a.type, a.win,
-                     a.seq, a.bytes, type, w->id, t->tx_seq[peer], want);
+    if (a.magic != CC__WTCP_MAGIC || a.type != type || a.win != w->id || a.seq != t->tx_seq[peer] ||
+        a.bytes != want) {
+        cc_log_error(CC_SUBSYS_TCP,
+                     "%s: rank %d answered with type %u, window %" PRIu32 ", request %" PRIu32
+                     ", %" PRIu64 " bytes (want %u, %u, %" PRIu32 ", %" PRIu64 ")",
+                     cc_op_type_name(op->info.type), peer, a.type, a.win, a.seq, a.bytes, type,
+                     w->id, t->tx_seq[peer], want);
         return broke(op, t, CC_ERR_PROTOCOL, 0, "the answer of");
     }
-    st = want ? cc__wtcp_read(t->tx[peer], dst, (size_t)want, op->deadline_ns,
-                              &nc->abort_reason, &err)
+    st = want ? cc__wtcp_read(t->tx[peer], dst, (size_t)want, op->deadline_ns, &nc->abort_reason,
+                              &err)
               : CC_OK;
     return st == CC_OK ? st : broke(op, t, st, err, "the data of");
 }
@@ -314,15 +318,16 @@ static cc_status_t tw_stop(cc__native_t *nc, cc__op_t *op, const struct tw_ctx *
 {
     int ab = atomic_load_explicit(&nc->abort_reason, memory_order_acquire);
     int e = atomic_load_explicit(c->ended, memory_order_acquire);
-    cc_status_t st = ab                   ? (cc_status_t)ab
-                     : e != CC__WTCP_OPEN ? (e < 0 ? (cc_status_t)e : CC_ERR_PEER_LOST)
+    cc_status_t st = ab                       ? (cc_status_t)ab
+                     : e != CC__WTCP_OPEN     ? (e < 0 ? (cc_status_t)e : CC_ERR_PEER_LOST)
                      : now >= op->deadline_ns ? CC_ERR_TIMEOUT
                                               : CC_OK;
     if (st == CC_OK) return st;
     op->waited_peer = op->info.peer;
-    cc_log_error(CC_SUBSYS_TCP, "window_wait_signal: rank %d waits for a signal from rank %d: %s "
-                 "(count %" PRIu64 " of %" PRIu64 ")", nc->rank, op->info.peer,
-                 cc_status_name(st), atomic_load(c->ctr), c->count);
+    cc_log_error(CC_SUBSYS_TCP,
+                 "window_wait_signal: rank %d waits for a signal from rank %d: %s "
+                 "(count %" PRIu64 " of %" PRIu64 ")",
+                 nc->rank, op->info.peer, cc_status_name(st), atomic_load(c->ctr), c->count);
     return st;
 }
 
@@ -341,8 +346,12 @@ cc_status_t cc__win_wait_signal_tcp(cc__native_t *nc, cc__op_t *op)
         uint64_t now = cc__now_ns();
         CC_CHECK(tw_stop(nc, op, &c, now));
         switch (cc__wait_stage(now - t0, spin, CC__YIELD_NS)) {
-        case CC__WAIT_SPIN: cc__cpu_relax(); break;
-        case CC__WAIT_YIELD: sched_yield(); break;
+        case CC__WAIT_SPIN:
+            cc__cpu_relax();
+            break;
+        case CC__WAIT_YIELD:
+            sched_yield();
+            break;
         default: {
             uint64_t until = op->deadline_ns - now < check_ns ? op->deadline_ns - now : check_ns;
             cc__bell_sleep(&t->bell, &t->sleeping, tw_ready, &c, until ? until : 1);

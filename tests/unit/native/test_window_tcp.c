@@ -169,8 +169,10 @@ static void test_good_requests(void **state)
     assert_int_equal(cc__wtcp_rx_step(&f->rx), 0);
     assert_int_equal(atomic_load(&f->rx.ended), CC__WTCP_OPEN);
     assert_memory_equal(f->region + 56, data, 8);
-    for (size_t j = 0; j < 56; j++) assert_int_equal(f->region[j], 0xee);
-    for (size_t j = SIZE; j < sizeof(f->region); j++) assert_int_equal(f->region[j], 0xee);
+    for (size_t j = 0; j < 56; j++)
+        assert_int_equal(f->region[j], 0xee);
+    for (size_t j = SIZE; j < sizeof(f->region); j++)
+        assert_int_equal(f->region[j], 0xee);
     assert_int_equal(atomic_load(&f->sig), 1);
     struct cc__wtcp_hdr a;
     assert_int_equal(read(f->origin_fd, &a, sizeof(a)), (ssize_t)sizeof(a));
