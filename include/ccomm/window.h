@@ -90,8 +90,12 @@ CC_API cc_status_t cc_window_create(cc_comm_t *comm, void *base, size_t bytes,
  * cc_window_put - copy bytes from src into peer's region at target_offset.
  * Complete when it returns CC_OK, or when its work handle completes: src
  * may be reused; the bytes are visible at the target then on shared
- * memory, and over TCP once a later signal was waited for by the target
- * or a later cc_window_flush to peer returned here. bytes 0 is a no-op that still passes the door. peer
+ * memory, and over TCP once a later signal was waited for by the target,
+ * or once a later cc_window_flush to peer returned here and the target
+ * learnt of it from this rank (a barrier, a message: the ordering then
+ * comes from the sockets on that path, which ThreadSanitizer does not see
+ * across processes, as it does not see another process's
+ * process_vm_writev on shared memory). bytes 0 is a no-op that still passes the door. peer
  * must be another rank; target_offset + bytes must fit in the size peer
  * registered (CC_ERR_INVALID_ARG naming both, nothing written).
  */
