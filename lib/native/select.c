@@ -111,13 +111,20 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_SCATTER_BYTES, "two_phase", cc__scatter_bytes_two_phase, ANY, 0, 0, 0},
     {CC_OP_SEND_BYTES, "two_phase", cc__send_bytes_two_phase, ANY, 0, 0, 0},
     {CC_OP_RECV_BYTES, "two_phase", cc__recv_bytes_two_phase, ANY, 0, 0, 0},
-    /* Window ops: one row each; they run on any class because cc_window_create already
-     * refused every communicator they cannot run on (window.c: check_reach). */
-    {CC_OP_WIN_PUT, "cma", cc__win_put_cma, ANY, 0, 0, 0},
-    {CC_OP_WIN_GET, "cma", cc__win_get_cma, ANY, 0, 0, 0},
-    {CC_OP_WIN_SIGNAL, "shm", cc__win_signal_shm, ANY, 0, 0, 0},
-    {CC_OP_WIN_WAIT_SIGNAL, "shm", cc__win_wait_signal_shm, ANY, 0, 0, 0},
-    {CC_OP_WIN_FLUSH, "shm", cc__win_flush_shm, ANY, 0, 0, 0},
+    /* Window ops: per transport class, like the collectives. An all-shm comm (and one rank)
+     * uses cross-memory attach and the shared signal segment (window_shm.c); a comm with a
+     * TCP peer serves every peer over TCP (window_tcp_ops.c), since it has no arena and a
+     * segment could not reach its other hosts. cc_window_create set up the one they need. */
+    {CC_OP_WIN_PUT, "cma", cc__win_put_cma, SHM | CC__TPM_SELF, 0, 0, 0},
+    {CC_OP_WIN_PUT, "tcp", cc__win_put_tcp, CC__TPM_NET, 0, 0, 0},
+    {CC_OP_WIN_GET, "cma", cc__win_get_cma, SHM | CC__TPM_SELF, 0, 0, 0},
+    {CC_OP_WIN_GET, "tcp", cc__win_get_tcp, CC__TPM_NET, 0, 0, 0},
+    {CC_OP_WIN_SIGNAL, "shm", cc__win_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0},
+    {CC_OP_WIN_SIGNAL, "tcp", cc__win_signal_tcp, CC__TPM_NET, 0, 0, 0},
+    {CC_OP_WIN_WAIT_SIGNAL, "shm", cc__win_wait_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0},
+    {CC_OP_WIN_WAIT_SIGNAL, "tcp", cc__win_wait_signal_tcp, CC__TPM_NET, 0, 0, 0},
+    {CC_OP_WIN_FLUSH, "shm", cc__win_flush_shm, SHM | CC__TPM_SELF, 0, 0, 0},
+    {CC_OP_WIN_FLUSH, "tcp", cc__win_flush_tcp, CC__TPM_NET, 0, 0, 0},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

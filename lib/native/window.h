@@ -1,13 +1,16 @@
 /*
- * window.h - RMA windows of the native engine on shared memory (internal;
+ * window.h - RMA windows of the native engine (internal;
  * the public API is ccomm/window.h, its door lib/core/window_api.c).
  *
  * A window is every rank's registered region (pid, address, size, learnt
- * at creation) plus one shared segment of signal counters: for each target
- * rank a line with its bell (futex word) and sleeping flag, then one
- * 64-bit counter per sender. Puts and gets are process_vm_writev/readv
- * into or out of the peer's region; a signal adds to the target's counter
- * for the sender and rings its bell if it sleeps.
+ * at creation) plus, on an all-shm communicator, one shared segment of
+ * signal counters: for each target rank a line with its bell (futex word)
+ * and sleeping flag, then one 64-bit counter per sender. Puts and gets are
+ * process_vm_writev/readv into or out of the peer's region; a signal adds
+ * to the target's counter for the sender and rings its bell if it sleeps.
+ * On a communicator with a TCP peer (class NET) every peer is served over
+ * TCP instead: requests on one connection per ordered pair, applied by the
+ * target's progress thread (window_tcp.h).
  */
 #ifndef CC_NATIVE_WINDOW_H
 #define CC_NATIVE_WINDOW_H
@@ -35,10 +38,13 @@ struct cc_window {
     size_t seg_len;
     size_t block;             /* bytes from one target's counters to the next */
     struct cc_window *next;   /* the tombstone list */
+    struct cc__wtcp *tcp;     /* a TCP-class comm's connections and progress thread
+                                 (window_tcp.h), or NULL on shared memory */
 };
 
-/* Collective over nc's ranks: register [base, base + bytes). Refuses TCP peers and ranks
- * that cannot read each other (CC_ERR_NOT_SUPPORTED, logged naming the peer). */
+/* Collective over nc's ranks: register [base, base + bytes). On an all-shm comm it needs
+ * ranks that can read each other (else CC_ERR_NOT_SUPPORTED, logged); on a comm with a TCP
+ * peer every peer is served over TCP (window_tcp.h). */
 cc_status_t cc__native_window_create(cc__native_t *nc, void *base, size_t bytes,
                                      uint64_t deadline_ns, struct cc_window **out);
 /* Collective: a barrier, then free everything but the handle, which becomes a tombstone. */
@@ -51,5 +57,11 @@ cc_status_t cc__win_get_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__win_signal_shm(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__win_wait_signal_shm(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__win_flush_shm(cc__native_t *nc, cc__op_t *op);
+/* The same over TCP (window_tcp_ops.c). */
+cc_status_t cc__win_put_tcp(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_get_tcp(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_signal_tcp(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_wait_signal_tcp(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__win_flush_tcp(cc__native_t *nc, cc__op_t *op);
 
 #endif /* CC_NATIVE_WINDOW_H */

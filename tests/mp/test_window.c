@@ -1,15 +1,21 @@
 /*
- * test_window.c - RMA windows on shared memory (ccomm/window.h), on forked
- * ranks of one host: puts of 1, 7, 64, 4096 and 1M+3 bytes at odd offsets
- * from odd source alignments, each followed by a signal, round after round
- * with a new pattern each round (a target that saw the signal before the
- * data would find the previous round's bytes); many-to-one puts into slices
- * of rank 0's window; get and flush; a wait for a signal that never comes
- * (CC_ERR_TIMEOUT in the op's timeout); a signal waking a sleeping waiter at once; bad
- * arguments; a TCP communicator
- * (CC_ERR_NOT_SUPPORTED); the window ops in the flight recorder's dump.
+ * test_window.c - RMA windows (ccomm/window.h) on forked ranks of one host,
+ * over shared memory (CCOMM_TRANSPORT=auto) and over TCP (=tcp: the
+ * target's progress thread): puts of 1, 7, 64, 4096 and 1M+3 bytes at odd
+ * offsets from odd source alignments, each followed by a signal, round
+ * after round with a new pattern each round (a target that saw the signal
+ * before the data would find the previous round's bytes); many-to-one puts
+ * into slices of rank 0's window; get and flush; a wait for a signal that
+ * never comes (CC_ERR_TIMEOUT in the op's timeout); a signal waking a
+ * sleeping waiter at once; bad arguments (nothing written); the window ops
+ * in the flight recorder's dump; a peer killed while a rank waits for its
+ * signal (CC_ERR_PEER_LOST, no hang); puts still on the wire at destroy
+ * (in place when destroy returns); the process's fds over 50
+ * create/destroy rounds.
  */
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +27,8 @@
 #include <cmocka.h>
 
 #include "base/config.h"
+#include "engine/comm.h"
+#include "native/native.h"
 #include "test_coll_util.h"
 
 #define BIG    ((size_t)(1u << 20) + 3)
@@ -158,6 +166,7 @@ static int bad_input(cc_comm_t *comm, int r, int n)
     TC_REQUIRE(cc_window_put(w, b, 8, p, 56, NULL, NULL) == CC_OK, "56 + 8 fits");
     TC_REQUIRE(cc_window_put(w, NULL, 0, p, 64, NULL, NULL) == CC_OK, "0 bytes at the end");
     TC_REQUIRE(cc_window_flush(w, n + 3, NULL) == CC_ERR_INVALID_ARG, "flush peer");
+    TC_REQUIRE(cc_window_flush(w, p, NULL) == CC_OK, "flush"); /* the put is in place at p */
     TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
     for (size_t j = 0; j < 56; j++) TC_REQUIRE(mine[j] == 0xee, "byte %zu was written", j);
     for (size_t j = 56; j < 64; j++) TC_REQUIRE(mine[j] == j - 55, "byte %zu", j);
@@ -207,6 +216,49 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     if (ring_rounds(comm, rank, size) || many_to_one(comm, rank, size) ||
         get_flush(comm, rank, size) || bad_input(comm, rank, size) || recorded(rank, size))
         return 1;
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
+/* A mixed communicator: rank 0 forces TCP, so it reaches everyone over TCP while ranks 1 and
+ * 2 share memory; the window serves every peer over TCP (one transport class per comm). */
+static int rank_mixed(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    if (rank == 0) {
+        setenv("CCOMM_TRANSPORT", "tcp", 1);
+        cc__config_reload();
+    }
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    const cc__native_t *nc = comm->engine_state;
+    const char *want = rank == 0 ? "tcp" : "mixed", *algo[4];
+    TC_REQUIRE(!strcmp(nc->transport, want), "rank %d: transport %s, want %s", rank,
+               nc->transport, want);
+    TC_REQUIRE(cc__native_algorithms(comm, CC_OP_WIN_PUT, algo, 4) == 1 && !strcmp(algo[0], "tcp"),
+               "rank %d: window puts do not run over tcp", rank);
+    if (ring_rounds(comm, rank, size) || many_to_one(comm, rank, size) ||
+        get_flush(comm, rank, size) || bad_input(comm, rank, size))
+        return 1;
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
+/* CCOMM_TIMEOUT past INT64_MAX ms: ops and destroy have no deadline (UINT64_MAX); destroy
+ * must still end once the peers said goodbye, not wait for a deadline that never comes. */
+static int rank_no_deadline(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    setenv("CCOMM_TIMEOUT", "9300000000000000", 1);
+    cc__config_reload();
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    uint64_t slot = 0, v = 7u + (uint64_t)rank;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    cc_window_t *w = NULL;
+    TC_REQUIRE(cc_window_create(comm, &slot, sizeof(slot), NULL, &w) == CC_OK, "create");
+    TC_REQUIRE(cc_window_put(w, &v, sizeof(v), next, 0, NULL, NULL) == CC_OK, "put");
+    TC_REQUIRE(cc_window_signal(w, next, NULL, NULL) == CC_OK, "signal");
+    TC_REQUIRE(wait_sig(w, prev, 1) == CC_OK && slot == 7u + (uint64_t)prev, "wait");
+    TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy");
     return cc_comm_destroy(comm) != CC_OK;
 }
 
@@ -287,15 +339,118 @@ static int rank_wake(int rank, int size, const char *addr, void *arg)
     return cc_comm_destroy(comm) != CC_OK;
 }
 
-static int rank_tcp(int rank, int size, const char *addr, void *arg)
+/* Rank 1 dies (SIGKILL) while rank 0 waits for its signal: PEER_LOST long before the
+ * 20 s timeout of the wait, naming the peer, and no hang in what follows. */
+static int rank_killed(int rank, int size, const char *addr, void *arg)
 {
+    (void)arg, (void)size;
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    cc_window_t *w = NULL;
+    TC_REQUIRE(cc_window_create(comm, NULL, 0, NULL, &w) == CC_OK, "create");
+    TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    if (rank == 1) {
+        struct timespec d = {0, 200000000}; /* rank 0 is asleep in its wait by then */
+        nanosleep(&d, NULL);
+        raise(SIGKILL);
+    }
+    cc_op_opts_t o = CC_OP_OPTS_INIT;
+    o.timeout_ms = 20000;
+    int64_t t0 = mono_ns();
+    cc_status_t st = cc_window_wait_signal(w, 1, 1, &o, NULL);
+    double ms = (double)(mono_ns() - t0) / 1e6;
+    TC_REQUIRE(st == CC_ERR_PEER_LOST, "wait: %s after %.0f ms", cc_status_name(st), ms);
+    TC_REQUIRE(ms < 10000, "peer loss seen after %.0f ms", ms);
+    cc_window_destroy(w); /* the comm lost a rank: any status, but it returns */
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void run_killed(void **s)
+{
+    const char *tp = *s;
+    char env[64];
+    snprintf(env, sizeof(env), "CCOMM_TRANSPORT=%s", tp);
+    const char *envs[] = {env, TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", NULL};
+    cc_test_child_t out[2];
+    fprintf(stderr, "-- 2 ranks, transport %s, rank 1 killed\n", tp);
+    cc_test_fork_ranks(2, rank_killed, NULL, 60, envs, out);
+    assert_true(out[0].exited && out[0].code == 0);
+    assert_true(!out[1].exited && out[1].signo == SIGKILL);
+}
+
+/*
+ * Destroy with puts still on their way: every rank but 1 puts PENDING_N puts of 1 MiB into
+ * its slice of rank 1's window and destroys at once, without a signal or a flush; rank 1
+ * only destroys. The destroy is a barrier after which no peer writes into this rank's
+ * memory, so once it returned every byte must be in place. Over TCP rank 1 leaves the
+ * barrier right after the last sender's last put went into its socket, with the others'
+ * socket buffers (megabytes each: one progress thread drains n - 1 senders) still on the
+ * wire: its destroy must wait for each peer's last request.
+ */
+static int rank_pending(int rank, int size, const char *addr, void *arg)
+{
+    enum { PENDING_N = 16, PLEN = 1 << 20 };
     (void)arg;
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
-    unsigned char m[16];
+    size_t slice = (size_t)PENDING_N * PLEN, len = rank == 1 ? slice * (size_t)size : 0;
+    unsigned char *mine = len ? calloc(1, len) : NULL, *src = rank == 1 ? NULL : malloc(slice);
+    TC_REQUIRE(rank == 1 ? !!mine : !!src, "alloc");
+    for (size_t k = 0; src && k < slice; k++) /* before: the puts go out back to back */
+        src[k] = pat(rank, (int)(k / PLEN), k % PLEN);
     cc_window_t *w = NULL;
-    cc_status_t st = cc_window_create(comm, m, sizeof(m), NULL, &w);
-    TC_REQUIRE(st == CC_ERR_NOT_SUPPORTED && !w, "create over tcp: %s", cc_status_name(st));
+    TC_REQUIRE(cc_window_create(comm, mine, len, NULL, &w) == CC_OK, "create");
+    for (int i = 0; rank != 1 && i < PENDING_N; i++)
+        TC_REQUIRE(cc_window_put(w, src + (size_t)i * PLEN, PLEN, 1,
+                                 (size_t)rank * slice + (size_t)i * PLEN, NULL, NULL) == CC_OK,
+                   "put %d", i);
+    TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy");
+    for (int q = 0; rank == 1 && q < size; q++)
+        for (size_t k = 0; q != 1 && k < slice; k++)
+            TC_REQUIRE(mine[(size_t)q * slice + k] == pat(q, (int)(k / PLEN), k % PLEN),
+                       "put %zu from rank %d: byte %zu not in place after destroy", k / PLEN, q,
+                       k % PLEN);
+    free(mine);
+    free(src);
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int k = 0;
+    if (!d) return -1;
+    while (readdir(d)) k++;
+    closedir(d);
+    return k;
+}
+
+/* 50 windows made and destroyed, each used once: the process holds the same fds after. */
+static int rank_fds(int rank, int size, const char *addr, void *arg)
+{
+    enum { NWIN = 50 };
+    (void)arg;
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, before = -1;
+    uint64_t slot = 0, v;
+    for (int i = 0; i <= NWIN; i++) {
+        if (i == 1) before = count_fds(); /* after one round: lazily opened files are open */
+        cc_window_t *w = NULL;
+        TC_REQUIRE(cc_window_create(comm, &slot, sizeof(slot), NULL, &w) == CC_OK, "create %d",
+                   i);
+        v = (uint64_t)i * 1000u + (uint64_t)rank;
+        TC_REQUIRE(cc_window_put(w, &v, sizeof(v), next, 0, NULL, NULL) == CC_OK, "put");
+        TC_REQUIRE(cc_window_signal(w, next, NULL, NULL) == CC_OK, "signal");
+        TC_REQUIRE(wait_sig(w, prev, 1) == CC_OK, "wait %d", i);
+        TC_REQUIRE(slot == (uint64_t)i * 1000u + (uint64_t)prev, "round %d: %llu", i,
+                   (unsigned long long)slot);
+        TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy %d", i);
+    }
+    int after = count_fds();
+    TC_REQUIRE(before > 0 && after == before, "fds: %d after round 1, %d after %d windows",
+               before, after, NWIN);
     return cc_comm_destroy(comm) != CC_OK;
 }
 
@@ -317,11 +472,31 @@ int main(void)
 {
     static struct wjob two = {2, "auto", rank_main, 120}, four = {4, "auto", rank_main, 120},
                        timeout = {2, "auto", rank_timeout, 60}, wake = {2, "auto", rank_wake, 60},
-                       tcp = {2, "tcp", rank_tcp, 60};
+                       pending = {2, "auto", rank_pending, 60}, fds = {2, "auto", rank_fds, 60},
+                       two_tcp = {2, "tcp", rank_main, 120}, four_tcp = {4, "tcp", rank_main, 120},
+                       timeout_tcp = {2, "tcp", rank_timeout, 60},
+                       wake_tcp = {2, "tcp", rank_wake, 60},
+                       pending_tcp = {4, "tcp", rank_pending, 60},
+                       fds_tcp = {4, "tcp", rank_fds, 90}, mixed = {3, "auto", rank_mixed, 120},
+                       forever_tcp = {2, "tcp", rank_no_deadline, 30};
+    static const char *shm = "auto", *tcp = "tcp";
     const struct CMUnitTest tests[] = {
-        {"two", run_job, NULL, NULL, &two},         {"four", run_job, NULL, NULL, &four},
-        {"timeout", run_job, NULL, NULL, &timeout}, {"wake", run_job, NULL, NULL, &wake},
-        {"tcp", run_job, NULL, NULL, &tcp},
+        {"two", run_job, NULL, NULL, &two},
+        {"four", run_job, NULL, NULL, &four},
+        {"timeout", run_job, NULL, NULL, &timeout},
+        {"wake", run_job, NULL, NULL, &wake},
+        {"killed", run_killed, NULL, NULL, (void *)shm},
+        {"pending", run_job, NULL, NULL, &pending},
+        {"fds", run_job, NULL, NULL, &fds},
+        {"two_tcp", run_job, NULL, NULL, &two_tcp},
+        {"four_tcp", run_job, NULL, NULL, &four_tcp},
+        {"timeout_tcp", run_job, NULL, NULL, &timeout_tcp},
+        {"wake_tcp", run_job, NULL, NULL, &wake_tcp},
+        {"killed_tcp", run_killed, NULL, NULL, (void *)tcp},
+        {"pending_tcp", run_job, NULL, NULL, &pending_tcp},
+        {"fds_tcp", run_job, NULL, NULL, &fds_tcp},
+        {"mixed", run_job, NULL, NULL, &mixed},
+        {"no_deadline_tcp", run_job, NULL, NULL, &forever_tcp},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,10 +317,8 @@ static int unsignalled_rank(int rank, int size, const char *addr, void *arg)
 }
 
 /* diagnose names the rank that never signalled and the rank that waited for it. */
-static void test_unsignalled_job(void **state)
+static void check_unsignalled(void)
 {
-    (void)state;
-    job(unsignalled_rank, "unsignalled", 0);
     json_t *r = diagnose_json(dir, 1);
     assert_int_equal(first_culprit(r), 3);
     const char *text = json_string_value(json_object_get(json_object_get(r, "verdict"), "text"));
@@ -328,6 +326,22 @@ static void test_unsignalled_job(void **state)
     if (!strstr(text, "never signalled rank 0") || !strstr(text, "window_wait_signal from rank 3"))
         fail_msg("verdict: %s", text);
     json_decref(r);
+}
+
+static void test_unsignalled_job(void **state)
+{
+    (void)state;
+    job(unsignalled_rank, "unsignalled", 0);
+    check_unsignalled();
+}
+
+/* The same over TCP windows (the target's progress path): the same record, the same verdict. */
+static void test_unsignalled_tcp_job(void **state)
+{
+    (void)state;
+    assert_int_equal(ccd_test_job_env(unsignalled_rank, dir, "unsignalled-tcp",
+                                      "CCOMM_TRANSPORT=tcp"), 0);
+    check_unsignalled();
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -360,6 +374,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hung_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsignalled_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsignalled_tcp_job, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
