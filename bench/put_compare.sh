@@ -3,11 +3,11 @@
 # (mpi_put) side by side, in the same patterns (docs/windows.md, "Speed against
 # Open MPI"):
 #
-#   flush 1->1    rank 0 puts into rank 1, then flushes (osu_put_latency, -s flush)
+#   flush 1->1    rank 0 puts into rank 1, then flushes (osu_put_latency, -s flush), 8 B .. 2 MiB
 #   flush ring    every rank puts into rank + 1, then flushes
 #   signal 1->1   rank 0 puts and signals, rank 1 waits for the signal (MPI: put,
 #   signal ring   flush, an accumulate on a counter, flush; the target polls it)
-#   bw 1->1       a window of 64 puts, then one flush (osu_put_bw, -s flush)
+#   bw 1->1       a window of 64 puts, then one flush (osu_put_bw, -s flush), 16 B .. 64 MiB
 #
 # Both run alternately in the same run (the order flips every launch), several
 # launches each; the summary gives per size the median time of each and the ratio
@@ -20,7 +20,7 @@
 #
 # Options: --build DIR (default build), --launches N, --ranks LIST, --transports
 # LIST (shm tcp), --patterns LIST (flush1 flushring signal1 signalring bw1),
-# --max BYTES (largest bandwidth size, default 64M; latency stops at 4M or there),
+# --max BYTES (largest bandwidth size, default 64M; the latency sizes stop at 4M or there),
 # --win allocate|create (MPI's window, default allocate), --budget BYTES (per
 # size, default 256M), --mpiargs "ARGS" (more for mpirun, e.g. "--mca osc sm"),
 # --out FILE (also write the table there), --plot FILE.svg (time and bandwidth
@@ -107,7 +107,7 @@ args_of() { # pattern
     flushring) echo "--mode flush --window 1 --origins ring -b 8 -e $LATMAX -n $ITERS -w $WARMUP" ;;
     signal1) echo "--mode signal --window 1 --origins one -b 8 -e $LATMAX -n $ITERS -w $WARMUP" ;;
     signalring) echo "--mode signal --window 1 --origins ring -b 8 -e $LATMAX -n $ITERS -w $WARMUP" ;;
-    bw1) echo "--mode flush --window 64 --origins one -b 8 -e $MAX -n $BWITERS -w $BWWARMUP" ;;
+    bw1) echo "--mode flush --window 64 --origins one -b 16 -e $MAX -n $BWITERS -w $BWWARMUP" ;;
     esac
 }
 
