@@ -56,29 +56,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
-# Checked before the run, not after 90 minutes of it.
-if [ -n "$PLOT" ]; then
-    case "$PLOT" in *.svg) ;; *) echo "compare.sh: --plot \"$PLOT\": the file must end in .svg" >&2; exit 2 ;; esac
-    command -v gnuplot >/dev/null 2>&1 ||
-        { echo "compare.sh: --plot needs gnuplot: install it (apt-get install gnuplot-nox)" >&2; exit 2; }
-fi
+. "$SRC/bench/bench_lib.sh"
+bench_check_plot compare.sh "$PLOT"
 
 # ---- build ---------------------------------------------------------------------------------
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    echo "compare.sh: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
-    apt-get update -qq && apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
-fi
-if [ ! -x "$BUILD/bin/ccperf" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
-    cmake -S "$SRC" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j2 --target ccperf ccrun >/dev/null
-fi
+bench_need_tools compare.sh "$SRC" "$BUILD"
 TMP=$(mktemp -d /tmp/ccomm-compare.XXXXXX)
 trap '[ "$KEEP" = 1 ] || rm -rf "$TMP"' EXIT
-MPIB="$BUILD/bin/mpi_bench"
-if [ ! -x "$MPIB" ]; then
-    MPIB="$TMP/mpi_bench"
-    mpicc -O2 -o "$MPIB" "$SRC/bench/mpi_bench.c" -lm
-fi
+MPIB=$(bench_mpi_prog "$SRC" "$BUILD" "$TMP" mpi_bench -lm)
 RES="$TMP/results.tsv"
 : >"$RES"
 
@@ -112,15 +97,7 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
 }
 
 both() { # launch transport ranks coll -b -e -f iters warmup
-    l=$1
-    shift
-    if [ $((l % 2)) = 1 ]; then
-        run_ccomm "$@"
-        run_ompi "$@"
-    else
-        run_ompi "$@"
-        run_ccomm "$@"
-    fi
+    bench_both "$@"
 }
 
 START=$(date -u '+%Y-%m-%d %H:%M UTC')

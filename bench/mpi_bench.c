@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_size.h"
+
 typedef struct opts {
     const char *coll;
     size_t min_bytes, max_bytes;
@@ -24,16 +26,6 @@ typedef struct opts {
     int iters, warmup;
     size_t budget; /* as ccperf --budget */
 } opts_t;
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    if (*end == 'M' || *end == 'm') v *= 1048576;
-    if (*end == 'G' || *end == 'g') v *= 1073741824;
-    return (size_t)v;
-}
 
 static int parse(int argc, char **argv, opts_t *o)
 {
@@ -45,12 +37,12 @@ static int parse(int argc, char **argv, opts_t *o)
             continue;
         }
         if (!v) return -1;
-        if (!strcmp(a, "-b")) o->min_bytes = parse_size(v);
-        else if (!strcmp(a, "-e")) o->max_bytes = parse_size(v);
+        if (!strcmp(a, "-b")) o->min_bytes = bench_parse_size(v);
+        else if (!strcmp(a, "-e")) o->max_bytes = bench_parse_size(v);
         else if (!strcmp(a, "-f")) o->factor = atof(v);
         else if (!strcmp(a, "-n")) o->iters = atoi(v);
         else if (!strcmp(a, "-w")) o->warmup = atoi(v);
-        else if (!strcmp(a, "--budget")) o->budget = parse_size(v);
+        else if (!strcmp(a, "--budget")) o->budget = bench_parse_size(v);
         else return -1;
         i++;
     }

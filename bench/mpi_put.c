@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_size.h"
+
 #define SPAN ((size_t)64 << 20) /* at most this many bytes of slots: ccperf's PERF_PUT_SPAN */
 
 typedef struct opts {
@@ -55,25 +57,15 @@ typedef struct run {
     uint64_t expected; /* calls counted from `from` so far (signal mode) */
 } run_t;
 
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    if (*end == 'M' || *end == 'm') v *= 1048576;
-    if (*end == 'G' || *end == 'g') v *= 1073741824;
-    return v < 0 ? 0 : (size_t)v;
-}
-
 /* One "--name value" or "-x value" pair; -1 when it is not one of ours or the value is bad. */
 static int set_option(opts_t *o, const char *a, const char *v)
 {
-    if (!strcmp(a, "-b")) o->min_bytes = parse_size(v);
-    else if (!strcmp(a, "-e")) o->max_bytes = parse_size(v);
+    if (!strcmp(a, "-b")) o->min_bytes = bench_parse_size(v);
+    else if (!strcmp(a, "-e")) o->max_bytes = bench_parse_size(v);
     else if (!strcmp(a, "-f")) o->factor = atof(v);
     else if (!strcmp(a, "-n")) o->iters = atoi(v);
     else if (!strcmp(a, "-w")) o->warmup = atoi(v);
-    else if (!strcmp(a, "--budget")) o->budget = parse_size(v);
+    else if (!strcmp(a, "--budget")) o->budget = bench_parse_size(v);
     else if (!strcmp(a, "--window")) o->window = atoi(v);
     else if (!strcmp(a, "--mode") && (!strcmp(v, "flush") || !strcmp(v, "signal")))
         o->flush = !strcmp(v, "flush");

@@ -75,28 +75,14 @@ for tp in $TRANSPORTS; do
 done
 # The latency sweep stops at 4 MiB (osu_put_latency's largest), or at --max below it.
 [ "$(numfmt --from=iec "$MAX")" -lt "$(numfmt --from=iec "$LATMAX")" ] && LATMAX=$MAX
-if [ -n "$PLOT" ]; then
-    case "$PLOT" in *.svg) ;; *) echo "put_compare.sh: --plot \"$PLOT\": the file must end in .svg" >&2; exit 2 ;; esac
-    command -v gnuplot >/dev/null 2>&1 ||
-        { echo "put_compare.sh: --plot needs gnuplot: install it (apt-get install gnuplot-nox)" >&2; exit 2; }
-fi
+. "$SRC/bench/bench_lib.sh"
+bench_check_plot put_compare.sh "$PLOT"
 
 # ---- build ---------------------------------------------------------------------------------
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    echo "put_compare.sh: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
-    apt-get update -qq && apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
-fi
-if [ ! -x "$BUILD/bin/ccperf" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
-    cmake -S "$SRC" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j2 --target ccperf ccrun >/dev/null
-fi
+bench_need_tools put_compare.sh "$SRC" "$BUILD"
 TMP=$(mktemp -d /tmp/ccomm-putcmp.XXXXXX)
 trap '[ "$KEEP" = 1 ] || rm -rf "$TMP"' EXIT
-MPIP="$BUILD/bin/mpi_put"
-if [ ! -x "$MPIP" ]; then
-    MPIP="$TMP/mpi_put"
-    mpicc -O2 -o "$MPIP" "$SRC/bench/mpi_put.c"
-fi
+MPIP=$(bench_mpi_prog "$SRC" "$BUILD" "$TMP" mpi_put)
 RES="$TMP/results.tsv"
 : >"$RES"
 
@@ -157,15 +143,7 @@ run_ompi() { # transport ranks pattern
 }
 
 both() { # launch transport ranks pattern
-    l=$1
-    shift
-    if [ $((l % 2)) = 1 ]; then
-        run_ccomm "$@"
-        run_ompi "$@"
-    else
-        run_ompi "$@"
-        run_ccomm "$@"
-    fi
+    bench_both "$@"
 }
 
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
