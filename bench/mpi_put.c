@@ -41,9 +41,8 @@
 #define SPAN ((size_t)64 << 20) /* at most this many bytes of slots: ccperf's PERF_PUT_SPAN */
 
 typedef struct opts {
-    size_t min_bytes, max_bytes, budget;
-    double factor;
-    int iters, warmup, window;
+    bench_sweep_t s;
+    int window;
     int flush, one, create; /* --mode flush, --origins one, --win create */
 } opts_t;
 
@@ -60,13 +59,8 @@ typedef struct run {
 /* One "--name value" or "-x value" pair; -1 when it is not one of ours or the value is bad. */
 static int set_option(opts_t *o, const char *a, const char *v)
 {
-    if (!strcmp(a, "-b")) o->min_bytes = bench_parse_size(v);
-    else if (!strcmp(a, "-e")) o->max_bytes = bench_parse_size(v);
-    else if (!strcmp(a, "-f")) o->factor = atof(v);
-    else if (!strcmp(a, "-n")) o->iters = atoi(v);
-    else if (!strcmp(a, "-w")) o->warmup = atoi(v);
-    else if (!strcmp(a, "--budget")) o->budget = bench_parse_size(v);
-    else if (!strcmp(a, "--window")) o->window = atoi(v);
+    if (bench_sweep_option(&o->s, a, v)) return 0;
+    if (!strcmp(a, "--window")) o->window = atoi(v);
     else if (!strcmp(a, "--mode") && (!strcmp(v, "flush") || !strcmp(v, "signal")))
         o->flush = !strcmp(v, "flush");
     else if (!strcmp(a, "--origins") && (!strcmp(v, "one") || !strcmp(v, "ring")))
@@ -79,14 +73,15 @@ static int set_option(opts_t *o, const char *a, const char *v)
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){.min_bytes = 8, .max_bytes = 4u << 20, .factor = 2.0, .iters = 100,
-                  .warmup = 10, .window = 1, .flush = 1};
+    *o = (opts_t){.s = {.min_bytes = 8, .max_bytes = 4u << 20, .factor = 2.0, .iters = 100,
+                        .warmup = 10},
+                  .window = 1, .flush = 1};
     for (int i = 1; i < argc; i += 2)
         if (i + 1 >= argc || set_option(o, argv[i], argv[i + 1]) != 0) return -1;
-    return o->factor > 1 && o->iters > 0 && o->warmup >= 0 && o->window > 0 &&
-                   o->min_bytes > 0 && o->min_bytes <= o->max_bytes && o->max_bytes <= (1u << 30)
-               ? 0
-               : -1;
+    const bench_sweep_t *w = &o->s;
+    int ok = w->factor > 1 && w->iters > 0 && w->warmup >= 0 && o->window > 0 &&
+             w->min_bytes > 0 && w->min_bytes <= w->max_bytes && w->max_bytes <= (1u << 30);
+    return ok ? 0 : -1;
 }
 
 static unsigned char pattern(int rank, size_t i)
@@ -168,9 +163,9 @@ static int one_size(run_t *r, size_t size, double *t_us)
     r->size = size;
     r->slots = fit < 1 ? 1 : fit < w ? fit : w;
     size_t moved = size * w;
-    int iters = o->iters, warmup = o->warmup;
-    if (o->budget && o->budget / moved < (size_t)iters) {
-        iters = (int)(o->budget / moved) + 1;
+    int iters = o->s.iters, warmup = o->s.warmup;
+    if (o->s.budget && o->s.budget / moved < (size_t)iters) {
+        iters = (int)(o->s.budget / moved) + 1;
         if (warmup > iters) warmup = iters;
     }
     open_window(r, r->slots * size);
@@ -207,9 +202,9 @@ int main(int argc, char **argv)
     r.origin = !o.one || r.rank == 0;
     r.target = !o.one || r.rank == 1;
     /* The largest span of slots of the sweep: max(max_bytes, min(W x max_bytes, SPAN)). */
-    size_t most = o.max_bytes * (size_t)o.window;
+    size_t most = o.s.max_bytes * (size_t)o.window;
     if (most > SPAN) most = SPAN;
-    if (most < o.max_bytes) most = o.max_bytes;
+    if (most < o.s.max_bytes) most = o.s.max_bytes;
     r.send = aligned_alloc(4096, (most + 4095) / 4096 * 4096);
     for (size_t i = 0; i < most; i++) r.send[i] = (char)pattern(r.rank, i);
     uint64_t *counters; /* counters[p]: calls rank p counted into this rank */
@@ -224,7 +219,7 @@ int main(int argc, char **argv)
                r.n, o.flush ? "flush" : "signal", o.window, o.one ? "one" : "ring",
                o.create ? "create" : "allocate");
     int bad = 0;
-    for (size_t size = o.min_bytes; size <= o.max_bytes; size = (size_t)(size * o.factor)) {
+    for (size_t size = o.s.min_bytes; size <= o.s.max_bytes; size = (size_t)(size * o.s.factor)) {
         double t;
         int wrong = one_size(&r, size, &t);
         bad |= wrong;
