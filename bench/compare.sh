@@ -96,10 +96,6 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
         print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
 }
 
-both() { # launch transport ranks coll -b -e -f iters warmup
-    bench_both "$@"
-}
-
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
@@ -109,9 +105,9 @@ for l in $(seq 1 "$LAUNCHES"); do
             # 8-byte latency: many iterations of one size.
             # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then
             # (its pages are mapped populated, but its lines come cold from memory on the first lap).
-            case " $COLLS " in *" allreduce "*) both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
+            case " $COLLS " in *" allreduce "*) bench_both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
             for c in $COLLS; do
-                both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
+                bench_both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
             done
         done
     done

@@ -142,17 +142,13 @@ run_ompi() { # transport ranks pattern
         "$TMP/mpi.out" >>"$RES"
 }
 
-both() { # launch transport ranks pattern
-    bench_both "$@"
-}
-
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "# put_compare.sh: $LAUNCHES launches; patterns: $PATTERNS; ranks: $RANKS; transports: $TRANSPORTS; MPI window: $WIN${MPIARGS:+ ($MPIARGS)}; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
     for tp in $TRANSPORTS; do
         for n in $RANKS; do
             echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-            for p in $PATTERNS; do both "$l" "$tp" "$n" "$p"; done
+            for p in $PATTERNS; do bench_both "$l" "$tp" "$n" "$p"; done
         done
     done
 done
