@@ -56,29 +56,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
-# Checked before the run, not after 90 minutes of it.
-if [ -n "$PLOT" ]; then
-    case "$PLOT" in *.svg) ;; *) echo "compare.sh: --plot \"$PLOT\": the file must end in .svg" >&2; exit 2 ;; esac
-    command -v gnuplot >/dev/null 2>&1 ||
-        { echo "compare.sh: --plot needs gnuplot: install it (apt-get install gnuplot-nox)" >&2; exit 2; }
-fi
+. "$SRC/bench/bench_lib.sh"
+bench_check_plot compare.sh "$PLOT"
 
 # ---- build ---------------------------------------------------------------------------------
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    echo "compare.sh: installing Open MPI (openmpi-bin libopenmpi-dev)" >&2
-    apt-get update -qq && apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
-fi
-if [ ! -x "$BUILD/bin/ccperf" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
-    cmake -S "$SRC" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j2 --target ccperf ccrun >/dev/null
-fi
+bench_need_tools compare.sh "$SRC" "$BUILD"
 TMP=$(mktemp -d /tmp/ccomm-compare.XXXXXX)
 trap '[ "$KEEP" = 1 ] || rm -rf "$TMP"' EXIT
-MPIB="$BUILD/bin/mpi_bench"
-if [ ! -x "$MPIB" ]; then
-    MPIB="$TMP/mpi_bench"
-    mpicc -O2 -o "$MPIB" "$SRC/bench/mpi_bench.c" -lm
-fi
+MPIB=$(bench_mpi_prog "$SRC" "$BUILD" "$TMP" mpi_bench -lm)
 RES="$TMP/results.tsv"
 : >"$RES"
 
@@ -111,18 +96,6 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
         print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
 }
 
-both() { # launch transport ranks coll -b -e -f iters warmup
-    l=$1
-    shift
-    if [ $((l % 2)) = 1 ]; then
-        run_ccomm "$@"
-        run_ompi "$@"
-    else
-        run_ompi "$@"
-        run_ccomm "$@"
-    fi
-}
-
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
@@ -132,9 +105,9 @@ for l in $(seq 1 "$LAUNCHES"); do
             # 8-byte latency: many iterations of one size.
             # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then
             # (its pages are mapped populated, but its lines come cold from memory on the first lap).
-            case " $COLLS " in *" allreduce "*) both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
+            case " $COLLS " in *" allreduce "*) bench_both "$l" "$tp" "$n" allreduce 8 8 2 2000 5000 ;; esac
             for c in $COLLS; do
-                both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
+                bench_both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
             done
         done
     done

@@ -17,27 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_size.h"
+
 typedef struct opts {
     const char *coll;
-    size_t min_bytes, max_bytes;
-    double factor;
-    int iters, warmup;
-    size_t budget; /* as ccperf --budget */
+    bench_sweep_t s;
 } opts_t;
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    if (*end == 'M' || *end == 'm') v *= 1048576;
-    if (*end == 'G' || *end == 'g') v *= 1073741824;
-    return (size_t)v;
-}
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){NULL, 8, 64u << 20, 4.0, 20, 5, 0};
+    *o = (opts_t){NULL, {8, 64u << 20, 4.0, 20, 5, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
@@ -45,16 +34,10 @@ static int parse(int argc, char **argv, opts_t *o)
             continue;
         }
         if (!v) return -1;
-        if (!strcmp(a, "-b")) o->min_bytes = parse_size(v);
-        else if (!strcmp(a, "-e")) o->max_bytes = parse_size(v);
-        else if (!strcmp(a, "-f")) o->factor = atof(v);
-        else if (!strcmp(a, "-n")) o->iters = atoi(v);
-        else if (!strcmp(a, "-w")) o->warmup = atoi(v);
-        else if (!strcmp(a, "--budget")) o->budget = parse_size(v);
-        else return -1;
+        if (!bench_sweep_option(&o->s, a, v)) return -1;
         i++;
     }
-    return o->coll && o->factor > 1 && o->iters > 0 ? 0 : -1;
+    return o->coll && o->s.factor > 1 && o->s.iters > 0 ? 0 : -1;
 }
 
 /* Elements of the call (count), of the send and of the receive buffer, as ccperf shapes them. */
@@ -133,18 +116,18 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    size_t most = o.max_bytes / sizeof(float) * 2 + 1024;
+    size_t most = o.s.max_bytes / sizeof(float) * 2 + 1024;
     float *s = aligned_alloc(4096, most * sizeof(float)), *r = aligned_alloc(4096, most * sizeof(float));
     memset(s, 0, most * sizeof(float));
     memset(r, 0, most * sizeof(float));
     if (!rank) printf("# mpi_bench %s: %d ranks\n#  size  count  time_us  algbw  busbw\n", o.coll, n);
     int bad = 0;
-    for (size_t size = o.min_bytes; size <= o.max_bytes; size = (size_t)(size * o.factor)) {
+    for (size_t size = o.s.min_bytes; size <= o.s.max_bytes; size = (size_t)(size * o.s.factor)) {
         shape(o.coll, size / sizeof(float), n, &count, &ns, &nr, &factor);
         size_t bytes = (ns > nr ? ns : nr) * sizeof(float);
-        int iters = o.iters, warmup = o.warmup;
-        if (o.budget && bytes && o.budget / bytes < (size_t)iters) {
-            iters = (int)(o.budget / bytes) + 1;
+        int iters = o.s.iters, warmup = o.s.warmup;
+        if (o.s.budget && bytes && o.s.budget / bytes < (size_t)iters) {
+            iters = (int)(o.s.budget / bytes) + 1;
             if (warmup > iters) warmup = iters;
         }
         for (int i = 0; i < warmup; i++) run(o.coll, s, r, count, n);

@@ -4,7 +4,8 @@
 #   sweep2, sweep4   every collective over a short sweep on 2 / 4 ranks (shm, and TCP for a
 #                    few): exit status 0, the table's footer, and the JSON (-J): every row has
 #                    zero wrong values, positive times, the sizes asked for, ok true
-#   usage            --help, bad options and unknown collectives: exit 0 / 2 and a message
+#   usage            --help, bad options (put's --mode, --window, --origins too) and unknown
+#                    collectives: exit 0 / 2 and a message
 # Exit 0 = pass, 1 = fail, 77 = skipped (with the reason).
 set -u
 case=$1 CCRUN=$2 CCPERF=$3
@@ -43,6 +44,23 @@ for r in rows:
 PY
 }
 
+# put_opts MODE WINDOW ORIGINS: the last sweep's JSON and header name the put pattern that ran,
+# and its algbw counts every put of the window (size x window / time).
+put_opts() {
+    grep -q "mode: $1 window: $2 origins: $3\$" "$tmp/out" || fail "put $*: header lacks the pattern"
+    python3 - "$tmp/r.json" "$1" "$2" "$3" <<'PY' || fail "put $*: bad JSON options"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["options"]["put"]
+assert p == {"mode": sys.argv[2], "window": int(sys.argv[3]), "origins": sys.argv[4]}, p
+w = int(sys.argv[3])
+for r in d["results"]:
+    m = r["out_of_place"]
+    want = r["size"] * w / m["time_us"] / 1e3
+    assert abs(m["algbw"] - want) <= 0.01 + 0.02 * want, (r["size"], m, want)
+PY
+}
+
 case $case in
 sweep1)
     for c in allreduce broadcast reduce allgather reduce_scatter alltoall gather scatter sendrecv \
@@ -57,6 +75,15 @@ sweep2 | sweep4)
         sweep "$n" auto "$c"
     done
     sweep "$n" auto put # one-sided: windows on shared memory (docs/windows.md)
+    # bench/put_compare.sh's patterns: puts then a flush, a window of puts, one origin.
+    sweep "$n" auto put --mode flush
+    put_opts flush 1 ring
+    sweep "$n" auto put --mode flush --window 5 --origins one
+    put_opts flush 5 one
+    sweep "$n" auto put --mode signal --window 3 --origins one -d uint8
+    put_opts signal 3 one
+    sweep "$n" auto put --window 4
+    put_opts signal 4 ring
     for c in allreduce reduce_scatter alltoall; do sweep "$n" tcp "$c" -d int32; done
     sweep "$n" auto allreduce -d bfloat16 -o max -r 1
     sweep "$n" auto reduce -d uint8 -o bxor -r 1
@@ -76,6 +103,17 @@ usage)
     [ $? = 2 ] || fail "-e below -b: exit $?"
     "$CCPERF" allreduce -d float -o band >"$tmp/out" 2>&1
     [ $? = 2 ] || fail "bitwise op on floats: exit $?"
+    "$CCPERF" put --mode fence >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "bad --mode: exit $?"
+    grep -q 'bad value "fence" for --mode' "$tmp/out" || fail "no message for --mode"
+    "$CCPERF" put --window 0 >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "--window 0: exit $?"
+    grep -q 'bad value "0" for --window' "$tmp/out" || fail "no message for --window"
+    "$CCPERF" put --origins all >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "bad --origins: exit $?"
+    "$CCPERF" allreduce --mode flush >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "--mode with allreduce: exit $?"
+    grep -q 'apply to put only, not allreduce' "$tmp/out" || fail "no message for --mode on allreduce"
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -84,18 +84,21 @@ static int run_n(const perf_coll_t *c, perf_ctx_t *x, int n, size_t bytes)
     return 0;
 }
 
-/* The time every rank reports, combined as -a says (0: rank 0's own). */
+/* The time every rank reports, combined as -a says (0: rank 0's own). Puts from one origin
+ * take the larger of the origin's and the target's time (the others idle at ~0): the last put
+ * counts once the target saw it. */
 static int agree_time(perf_ctx_t *x, double local, double *out)
 {
     static const cc_redop_t ops[] = {CC_SUM, CC_SUM, CC_MIN, CC_MAX};
+    int average = x->o->put_one ? 3 : x->o->average;
     double v = local;
-    if (x->o->average == 0) {
+    if (average == 0) {
         *out = local;
         return 0;
     }
-    if (cc_allreduce(x->comm, &local, &v, 1, CC_FLOAT64, ops[x->o->average], NULL, NULL) != CC_OK)
+    if (cc_allreduce(x->comm, &local, &v, 1, CC_FLOAT64, ops[average], NULL, NULL) != CC_OK)
         return -1;
-    *out = x->o->average == 1 ? v / x->size : v;
+    *out = average == 1 ? v / x->size : v;
     return 0;
 }
 
@@ -103,11 +106,11 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
                    perf_result_t *res)
 {
     const perf_opts_t *o = x->o;
-    size_t bytes = x->shape.bytes;
+    size_t bytes = x->shape.bytes, moved = x->shape.moved;
     int iters = o->iters, warmup = o->warmup;
     /* Every rank computes the same counts from the same size: they stay in step. */
-    if (o->budget && bytes && o->budget / bytes < (size_t)iters) {
-        iters = (int)(o->budget / bytes) + 1;
+    if (o->budget && moved && o->budget / moved < (size_t)iters) {
+        iters = (int)(o->budget / moved) + 1;
         if (warmup > iters) warmup = iters;
     }
     place(x, b, inplace, o->check);
@@ -119,15 +122,19 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
     uint64_t wrong = 0, total = 0;
     if (o->check) {
         place(x, b, inplace, 1);
-        /* One-sided puts land in a peer's buffer whenever it is: not before it was poisoned. */
-        if (cc_barrier(x->comm, NULL, NULL) != CC_OK || run_n(c, x, 1, bytes)) return -1;
+        /* One-sided puts land in a peer's buffer whenever the origin runs: not before the
+         * target poisoned it (the first barrier), and (puts then a flush, which the target
+         * does not wait for) before the target reads it (the second). */
+        if (cc_barrier(x->comm, NULL, NULL) != CC_OK || run_n(c, x, 1, bytes) ||
+            cc_barrier(x->comm, NULL, NULL) != CC_OK)
+            return -1;
         wrong = perf_check(c, x);
     }
     if (agree_time(x, t, &res->time_us) != CC_OK ||
         cc_allreduce(x->comm, &wrong, &total, 1, CC_UINT64, CC_SUM, NULL, NULL) != CC_OK)
         return -1;
     res->wrong = total;
-    res->algbw = res->time_us > 0 ? (double)bytes / res->time_us / 1e3 : 0;
+    res->algbw = res->time_us > 0 ? (double)moved / res->time_us / 1e3 : 0;
     res->busbw = res->algbw * c->factor(x->size);
     return 0;
 }
@@ -148,14 +155,23 @@ static size_t next_size(const perf_opts_t *o, size_t size)
     return size + o->step_bytes;
 }
 
+/* The shape of one size; the size column defaults to the larger buffer, what a call moves to
+ * the size column. */
+static void shape_of(const perf_coll_t *c, const perf_ctx_t *x, size_t size, perf_shape_t *s)
+{
+    size_t es = cc_dtype_size(x->o->dtype);
+    *s = (perf_shape_t){0};
+    c->shape(x->o, size / es, x->size, x->rank, s);
+    if (!s->bytes) s->bytes = (s->send > s->recv ? s->send : s->recv) * es;
+    if (!s->moved) s->moved = s->bytes;
+}
+
 static int sweep(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, perf_report_t *rep,
                  uint64_t *wrong)
 {
-    size_t es = cc_dtype_size(x->o->dtype);
     int barrier = !strcmp(c->name, "barrier");
     for (size_t size = x->o->min_bytes; size <= x->o->max_bytes; size = next_size(x->o, size)) {
-        c->shape(size / es, x->size, x->rank, &x->shape);
-        x->shape.bytes = (x->shape.send > x->shape.recv ? x->shape.send : x->shape.recv) * es;
+        shape_of(c, x, size, &x->shape);
         perf_result_t oop = {0}, ip = {0};
         if (measure(c, x, b, 0, &oop)) return -1;
         if (has_inplace(c) && measure(c, x, b, 1, &ip)) return -1;
@@ -171,9 +187,14 @@ int perf_run(const perf_opts_t *o, const perf_coll_t *c, cc_comm_t *comm)
     perf_ctx_t x = {.comm = comm, .rank = cc_comm_rank(comm), .size = cc_comm_size(comm), .o = o};
     cc_hook_handle_t h;
     bufs_t b = {0};
-    perf_shape_t big;
-    c->shape(o->max_bytes / cc_dtype_size(o->dtype), x.size, x.rank, &big);
-    size_t most = (big.send > big.recv ? big.send : big.recv) * cc_dtype_size(o->dtype);
+    /* The largest buffer of the sweep (a window of puts needs fewer slots at larger sizes). */
+    size_t most = 0, es = cc_dtype_size(o->dtype);
+    for (size_t size = o->min_bytes; size <= o->max_bytes; size = next_size(o, size)) {
+        perf_shape_t s;
+        shape_of(c, &x, size, &s);
+        size_t need = (s.send > s.recv ? s.send : s.recv) * es;
+        if (need > most) most = need;
+    }
     if (cc_hook_add_post(comm, on_post, NULL, 0, &h) != CC_OK || bufs_alloc(&b, most) != 0) {
         fprintf(stderr, "ccperf: rank %d: cannot allocate %zu bytes x 3\n", x.rank, most);
         bufs_free(&b);

@@ -30,7 +30,16 @@ typedef struct perf_opts {
     double premul;           /* factor for premul_sum */
     const char *json;        /* -J */
     size_t budget;           /* --budget: iterations shrink so a size moves at most this */
+    /* put only (docs/ccperf.md, "put"): */
+    int put_flush;           /* --mode: 0 signal (put, signal, wait), 1 flush (put, flush) */
+    int put_window;          /* --window: puts per timed call, before the one signal or flush */
+    int put_one;             /* --origins: 0 ring (every rank to rank + 1), 1 rank 0 to rank 1 */
+    int put_set;             /* one of the three was given (refused for other collectives) */
 } perf_opts_t;
+
+/* A window of puts writes slots of the target's window in turn; there are at most this many
+ * bytes of slots (more puts than fit reuse them), so -e 64M --window 64 needs 64 MiB, not 4 GiB. */
+#define PERF_PUT_SPAN ((size_t)64 << 20)
 
 /* Buffers of one size, in elements of the dtype. */
 typedef struct perf_shape {
@@ -39,7 +48,8 @@ typedef struct perf_shape {
     size_t recv;      /* elements of the receive buffer */
     size_t send_off;  /* in-place: the send buffer starts this far into the one buffer */
     size_t recv_off;  /* in-place: the receive buffer starts this far into it */
-    size_t bytes;     /* the "size" column: bytes that algbw divides by time */
+    size_t bytes;     /* the "size" column (0: the larger buffer's bytes) */
+    size_t moved;     /* bytes one timed call moves, that algbw divides by time (0: bytes) */
 } perf_shape_t;
 
 /* What a call needs; buffers are set per run. */
@@ -55,8 +65,8 @@ typedef struct perf_coll {
     const char *name;
     int has_redop; /* the redop column means something */
     int has_root;  /* the root column means something */
-    /* Shape for a total of `elems` elements on n ranks, seen from `rank`. */
-    void (*shape)(size_t elems, int n, int rank, perf_shape_t *s);
+    /* Shape for a total of `elems` elements on n ranks, seen from `rank` (s starts zeroed). */
+    void (*shape)(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s);
     /* busbw = algbw * factor(n) (nccl-tests' factors). */
     double (*factor)(int n);
     /* One call, blocking. */

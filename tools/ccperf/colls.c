@@ -29,8 +29,9 @@ static double allreduce_factor(int n)
 }
 
 /* Same count in and out: allreduce, broadcast, reduce, sendrecv. */
-static void shape_same(size_t elems, int n, int rank, perf_shape_t *s)
+static void shape_same(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
 {
+    (void)o;
     (void)n;
     (void)rank;
     s->count = s->send = s->recv = elems;
@@ -83,8 +84,9 @@ static int expect_reduce(const perf_ctx_t *x, size_t k, double *v)
 /* ---- allgather and gather: count per rank in, n x count out --------------------------------- */
 
 /* In place, a rank's block of the output is its input (NCCL's rule). */
-static void shape_gather(size_t elems, int n, int rank, perf_shape_t *s)
+static void shape_gather(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
 {
+    (void)o;
     s->count = s->send = elems / (size_t)n;
     s->recv = s->count * (size_t)n;
     s->recv_off = 0;
@@ -117,8 +119,9 @@ static int expect_gather(const perf_ctx_t *x, size_t k, double *v)
 
 /* ---- reduce_scatter and scatter: n x count in, count out ------------------------------------ */
 
-static void shape_scatter(size_t elems, int n, int rank, perf_shape_t *s)
+static void shape_scatter(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
 {
+    (void)o;
     s->count = s->recv = elems / (size_t)n;
     s->send = s->count * (size_t)n;
     s->send_off = 0;
@@ -152,8 +155,9 @@ static int expect_scatter(const perf_ctx_t *x, size_t k, double *v)
 
 /* ---- alltoall: n blocks in, n blocks out ---------------------------------------------------- */
 
-static void shape_alltoall(size_t elems, int n, int rank, perf_shape_t *s)
+static void shape_alltoall(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
 {
+    (void)o;
     (void)rank;
     s->count = elems / (size_t)n;
     s->send = s->recv = s->count * (size_t)n;
@@ -194,7 +198,29 @@ static int expect_sendrecv(const perf_ctx_t *x, size_t k, double *v)
     return 1;
 }
 
-/* ---- put: a window put into rank + 1, a signal; wait for rank - 1's ------------------------- */
+/* ---- put: a window of puts into rank + 1, then a signal (wait for rank - 1's) or a flush ----- */
+
+/* Slots of `bytes` in the target's window for a window of puts: one per put, within
+ * PERF_PUT_SPAN bytes (at least one). */
+static size_t put_slots(const perf_opts_t *o, size_t bytes)
+{
+    size_t w = o->put_window > 0 ? (size_t)o->put_window : 1;
+    size_t fit = bytes ? PERF_PUT_SPAN / bytes : w;
+    return fit < 1 ? 1 : fit < w ? fit : w;
+}
+
+/* count is one put's; the buffers hold every slot; algbw counts every put of the window. */
+static void shape_put(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
+{
+    (void)n;
+    (void)rank;
+    size_t es = cc_dtype_size(o->dtype);
+    size_t w = o->put_window > 0 ? (size_t)o->put_window : 1;
+    s->count = elems;
+    s->send = s->recv = elems * put_slots(o, elems * es);
+    s->bytes = elems * es;
+    s->moved = elems * es * w;
+}
 
 /* The window over the current receive buffer: made again when the buffer or the size changes
  * (every rank changes them at the same step, so the collective create stays in step). */
@@ -202,33 +228,64 @@ static struct {
     cc_window_t *win;
     void *buf;
     size_t len;
-    uint64_t signals; /* received from rank - 1 so far on this window */
+    uint64_t signals; /* received from the source so far on this window */
 } g_put;
 
+static cc_status_t put_window_for(perf_ctx_t *x, size_t span)
+{
+    if (g_put.win && g_put.buf == x->recvbuf && g_put.len == span) return CC_OK;
+    if (g_put.win) cc_window_destroy(g_put.win);
+    g_put.win = NULL;
+    cc_status_t st = cc_window_create(x->comm, x->recvbuf, span, NULL, &g_put.win);
+    if (st != CC_OK) return st;
+    g_put.buf = x->recvbuf;
+    g_put.len = span;
+    g_put.signals = 0;
+    return CC_OK;
+}
+
+/* Ring: every rank puts into rank + 1 and (signal mode) waits for rank - 1. One origin
+ * (osu_put_latency's pattern): rank 0 puts into rank 1, which waits; the others only create
+ * the window. Put j of the window goes to slot j mod slots, from the same slot of sendbuf. */
 static cc_status_t run_put(perf_ctx_t *x)
 {
+    const perf_opts_t *o = x->o;
     int n = x->size, r = x->rank;
-    size_t len = x->shape.count * cc_dtype_size(x->o->dtype);
+    size_t es = cc_dtype_size(o->dtype), len = x->shape.count * es;
+    size_t slots = x->shape.count ? x->shape.recv / x->shape.count : 1;
     if (n < 2) return CC_ERR_NOT_SUPPORTED; /* a put goes to another rank */
-    if (!g_put.win || g_put.buf != x->recvbuf || g_put.len != len) {
-        if (g_put.win) cc_window_destroy(g_put.win);
-        g_put.win = NULL;
-        cc_status_t st = cc_window_create(x->comm, x->recvbuf, len, NULL, &g_put.win);
-        if (st != CC_OK) return st;
-        g_put.buf = x->recvbuf;
-        g_put.len = len;
-        g_put.signals = 0;
+    cc_status_t st = put_window_for(x, x->shape.recv * es);
+    int to = o->put_one ? 1 : (r + 1) % n, from = o->put_one ? 0 : (r - 1 + n) % n;
+    int w = o->put_window > 0 ? o->put_window : 1;
+    if (st == CC_OK && (!o->put_one || r == 0)) {
+        for (int j = 0; j < w && st == CC_OK; j++) {
+            size_t off = (size_t)j % slots * len;
+            st = cc_window_put(g_put.win, (const char *)x->sendbuf + off, len, to, off, NULL, NULL);
+        }
+        if (st == CC_OK)
+            st = o->put_flush ? cc_window_flush(g_put.win, to, NULL)
+                              : cc_window_signal(g_put.win, to, NULL, NULL);
     }
-    cc_status_t st = cc_window_put(g_put.win, x->sendbuf, len, (r + 1) % n, 0, NULL, NULL);
-    if (st == CC_OK) st = cc_window_signal(g_put.win, (r + 1) % n, NULL, NULL);
-    if (st == CC_OK) st = cc_window_wait_signal(g_put.win, (r - 1 + n) % n, ++g_put.signals, NULL, NULL);
+    if (st == CC_OK && !o->put_flush && (!o->put_one || r == 1))
+        st = cc_window_wait_signal(g_put.win, from, ++g_put.signals, NULL, NULL);
     return st;
+}
+
+/* Every slot holds the source's send buffer at the same place; with one origin only rank 1
+ * receives. */
+static int expect_put(const perf_ctx_t *x, size_t k, double *v)
+{
+    if (!x->o->put_one) return expect_sendrecv(x, k, v);
+    if (x->rank != 1) return 0;
+    *v = perf_value(x->o, 0, k);
+    return 1;
 }
 
 /* ---- barrier: no data ---------------------------------------------------------------------- */
 
-static void shape_none(size_t elems, int n, int rank, perf_shape_t *s)
+static void shape_none(const perf_opts_t *o, size_t elems, int n, int rank, perf_shape_t *s)
 {
+    (void)o;
     (void)rank;
     (void)elems;
     (void)n;
@@ -264,7 +321,7 @@ static const perf_coll_t colls[] = {
     {"gather", 0, 1, shape_gather, ring_factor, run_gather, expect_gather},
     {"scatter", 0, 1, shape_scatter, ring_factor, run_scatter, expect_scatter},
     {"sendrecv", 0, 0, shape_same, one, run_sendrecv, expect_sendrecv},
-    {"put", 0, 0, shape_same, one, run_put, expect_sendrecv},
+    {"put", 0, 0, shape_put, one, run_put, expect_put},
     {"barrier", 0, 0, shape_none, zero, run_barrier, expect_none},
 };
 

@@ -36,6 +36,12 @@ static const char usage[] =
     "  -J,--json <file>                             also write the results as JSON\n"
     "  --budget <bytes>                             fewer iterations for large sizes: each size\n"
     "                                               runs min(-n, budget / size) (at least 1)\n"
+    "  put only:\n"
+    "  --mode <signal/flush>                        puts then a signal and the wait for the\n"
+    "                                               source's, or puts then a flush; default signal\n"
+    "  --window <W>                                 puts per call before it, default 1\n"
+    "  --origins <ring/one>                         every rank into rank + 1, or rank 0 into\n"
+    "                                               rank 1 only; default ring\n"
     "  -h,--help\n"
     "Sizes take K, M, G suffixes (powers of 2). Run under ccrun (or any launcher ccomm knows).\n";
 
@@ -85,9 +91,23 @@ static int set_option(perf_opts_t *o, int c, const char *arg)
     case 'o': bad = cc_redop_parse(arg, &o->redop) != CC_OK; break;
     case 'J': o->json = arg; break;
     case 'B': bad = parse_size(arg, &o->budget); break;
+    case 'M':
+        o->put_flush = !strcmp(arg, "flush");
+        bad = !o->put_flush && strcmp(arg, "signal") != 0;
+        break;
+    case 'W': bad = parse_int(arg, 1, 1 << 20, &o->put_window); break;
+    case 'P':
+        o->put_one = !strcmp(arg, "one");
+        bad = !o->put_one && strcmp(arg, "ring") != 0;
+        break;
     default: return -1;
     }
-    if (bad) fprintf(stderr, "ccperf: bad value \"%s\" for -%c\n", arg, c);
+    const char *name = c == 'M' ? "mode" : c == 'W' ? "window" : c == 'P' ? "origins" : NULL;
+    if (bad && name)
+        fprintf(stderr, "ccperf: bad value \"%s\" for --%s\n", arg, name);
+    else if (bad)
+        fprintf(stderr, "ccperf: bad value \"%s\" for -%c\n", arg, c);
+    if (name) o->put_set = 1;
     return bad ? -1 : 0;
 }
 
@@ -100,10 +120,11 @@ static int parse_args(int argc, char **argv, perf_opts_t *o)
         {"check", 1, 0, 'c'},     {"datatype", 1, 0, 'd'},     {"op", 1, 0, 'o'},
         {"root", 1, 0, 'r'},      {"average", 1, 0, 'a'},      {"show_algo", 1, 0, 'A'},
         {"json", 1, 0, 'J'},      {"help", 0, 0, 'h'},         {"budget", 1, 0, 'B'},
+        {"mode", 1, 0, 'M'},      {"window", 1, 0, 'W'},       {"origins", 1, 0, 'P'},
         {0, 0, 0, 0}};
     *o = (perf_opts_t){.min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
                        .step_factor = 1.0, .iters = 20, .warmup = 5, .check = 1, .average = 1,
-                       .dtype = CC_FLOAT32, .redop = CC_SUM, .premul = 2.0};
+                       .dtype = CC_FLOAT32, .redop = CC_SUM, .premul = 2.0, .put_window = 1};
     int c;
     while ((c = getopt_long(argc, argv, "+b:e:i:f:n:w:c:d:o:r:a:A:J:h", longs, NULL)) != -1) {
         if (c == 'h') {
@@ -146,6 +167,11 @@ int main(int argc, char **argv)
     if (!c) {
         fprintf(stderr, "ccperf: unknown collective \"%s\" (one of: %s)\n", o.coll,
                 perf_coll_names());
+        return 2;
+    }
+    if (o.put_set && strcmp(c->name, "put") != 0) {
+        fprintf(stderr, "ccperf: --mode, --window and --origins apply to put only, not %s\n",
+                c->name);
         return 2;
     }
     if (cc_dtype_size(o.dtype) && o.redop >= CC_BAND && !perf_dtype_is_int(o.dtype) &&

@@ -52,8 +52,12 @@ void perf_report_header(perf_report_t *r, cc_comm_t *comm)
         printf("%g(factor)", o->step_factor);
     else
         printf("%zu(bytes)", o->step_bytes);
-    printf(" warmup iters: %d iters: %d validation: %d average: %d\n#\n", o->warmup, o->iters,
+    printf(" warmup iters: %d iters: %d validation: %d average: %d", o->warmup, o->iters,
            o->check, o->average);
+    if (!strcmp(r->c->name, "put"))
+        printf(" mode: %s window: %d origins: %s", o->put_flush ? "flush" : "signal",
+               o->put_window, o->put_one ? "one" : "ring");
+    printf("\n#\n");
     printf("# Using devices\n#  Rank %2d Pid %6d on %10s device cpu (communicator %s, %d ranks)\n#\n",
            cc_comm_rank(comm), (int)getpid(), host, cc_comm_name(comm), r->size);
     const char *algo = o->show_algo ? "  algorithm" : "";
@@ -126,6 +130,11 @@ static int write_json(perf_report_t *r, uint64_t wrong, double avg)
         "step_factor", o->step_factor, "step_bytes", (json_int_t)o->step_bytes, "iters", o->iters,
         "warmup", o->warmup, "check", o->check, "average", o->average, "results", r->rows,
         "out_of_bounds", (json_int_t)wrong, "ok", wrong == 0, "avg_busbw", avg);
+    if (doc && !strcmp(r->c->name, "put"))
+        json_object_set_new(json_object_get(doc, "options"), "put",
+                            json_pack("{s:s, s:i, s:s}", "mode", o->put_flush ? "flush" : "signal",
+                                      "window", o->put_window, "origins",
+                                      o->put_one ? "one" : "ring"));
     if (!doc || json_dump_file(doc, o->json, JSON_INDENT(2)) != 0) {
         fprintf(stderr, "ccperf: cannot write %s\n", o->json);
         json_decref(doc);

@@ -38,7 +38,7 @@ static void one(const char *coll, cc_dtype_t dt, cc_redop_t op, int rank, int n)
     const perf_coll_t *c = perf_coll_find(coll);
     assert_non_null(c);
     perf_ctx_t x = {.rank = rank, .size = n, .o = &o};
-    c->shape(n * 40, n, rank, &x.shape);
+    c->shape(&o, n * 40, n, rank, &x.shape);
     size_t es = cc_dtype_size(dt);
     char *buf = calloc(x.shape.recv + 1, es);
     x.recvbuf = buf;
@@ -66,7 +66,7 @@ static void test_collectives(void **s)
     (void)s;
     static const char *const colls[] = {"allreduce", "broadcast", "reduce",   "allgather",
                                         "reduce_scatter", "alltoall", "gather", "scatter",
-                                        "sendrecv"};
+                                        "sendrecv", "put"};
     for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++)
         for (int rank = 0; rank < 3; rank++) {
             one(colls[i], CC_FLOAT32, CC_SUM, rank, 3);
@@ -85,6 +85,57 @@ static void test_ops(void **s)
     one("reduce", CC_INT32, CC_MIN, 0, 4);
 }
 
+/* put from one origin (rank 0 into rank 1, osu_put_latency's pattern): only rank 1 holds a
+ * result, rank 0's values; ranks 0 and 2 have nothing to check. */
+static void test_put_one_origin(void **s)
+{
+    (void)s;
+    perf_opts_t o = {.dtype = CC_INT32, .redop = CC_SUM, .put_one = 1, .put_window = 3};
+    const perf_coll_t *c = perf_coll_find("put");
+    assert_non_null(c);
+    for (int rank = 0; rank < 3; rank++) {
+        perf_ctx_t x = {.rank = rank, .size = 3, .o = &o};
+        c->shape(&o, 40, 3, rank, &x.shape);
+        size_t defined = 0;
+        for (size_t k = 0; k < x.shape.recv; k++) {
+            double v;
+            if (!c->expect(&x, k, &v)) continue;
+            defined++;
+            assert_true(v == perf_value(&o, 0, k));
+        }
+        assert_int_equal(defined, rank == 1 ? 3 * 40 : 0);
+    }
+}
+
+/* A window of 8 puts: a slot per put in the buffers, algbw over the 8; when fewer slots than
+ * puts fit in PERF_PUT_SPAN the puts share them, and one put larger than the span gets one. */
+static void test_put_window(void **s)
+{
+    (void)s;
+    perf_opts_t o = {.dtype = CC_FLOAT32, .redop = CC_SUM, .put_window = 8};
+    const perf_coll_t *c = perf_coll_find("put");
+    perf_shape_t sh = {0};
+    c->shape(&o, 40, 2, 0, &sh);
+    assert_int_equal(sh.count, 40);
+    assert_int_equal(sh.recv, 8 * 40);
+    assert_int_equal(sh.send, 8 * 40);
+    assert_int_equal(sh.bytes, 160);
+    assert_int_equal(sh.moved, 8 * 160);
+    size_t half = PERF_PUT_SPAN / 2 / 4; /* elements of a put of half the span */
+    sh = (perf_shape_t){0};
+    c->shape(&o, half, 2, 0, &sh);
+    assert_int_equal(sh.recv, 2 * half);
+    assert_int_equal(sh.moved, 8 * half * 4);
+    sh = (perf_shape_t){0};
+    c->shape(&o, 4 * half, 2, 0, &sh);
+    assert_int_equal(sh.recv, 4 * half);
+    o.put_window = 0; /* as a zeroed perf_opts_t: one put */
+    sh = (perf_shape_t){0};
+    c->shape(&o, 40, 2, 0, &sh);
+    assert_int_equal(sh.recv, 40);
+    assert_int_equal(sh.moved, 160);
+}
+
 static void test_names(void **s)
 {
     (void)s;
@@ -100,6 +151,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_put_one_origin),
+        cmocka_unit_test(test_put_window),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
