@@ -124,8 +124,14 @@ cc_redop_t toCcRedop(const c10d::ReduceOp &op, at::ScalarType st, double *premul
         auto *s = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(op.supplement_.get());
         TORCH_CHECK_VALUE(s, "ccomm: ReduceOp.PREMUL_SUM without its factor (make it with "
                              "torch.distributed._make_nccl_premul_sum)");
+        /* torch 1.13 keeps the factor in a vector tensor_factors, torch 2.x in one
+         * tensor_factor; either may live on the op's device (item() copies it to the host). */
+#if TORCH_VERSION_MAJOR >= 2
+        *premul = s->tensor_factor.defined() ? s->tensor_factor.item<double>() : s->double_factor;
+#else
         *premul =
             s->tensor_factors.empty() ? s->double_factor : s->tensor_factors[0].item<double>();
+#endif
         return CC_PREMUL_SUM;
     }
     default:
