@@ -49,6 +49,7 @@ skip() { echo "skipped: $*"; exit $SKIP; }
 
 [ -f "$BUILD/include/ccomm/version.h" ] ||
     die "build dir $BUILD has no include/ccomm/version.h: configure ccomm first (cmake -S . -B build)"
+BUILD=$(cd "$BUILD" && pwd) # absolute: the flags (and so the precompiled header's key) stay one
 
 # A directory of ours: made 0700 if missing; else a real directory (not a link) owned by us
 # and writable by no one else, so no other user can plant headers or debs in it.
@@ -118,6 +119,7 @@ extract() {
 }
 
 own_dir "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
 need_debs=0
 for fl in $FLAVOURS; do [ -f "$CACHE/$fl/.done" ] || need_debs=1; done
 if [ -n "$DEBS" ]; then
