@@ -42,7 +42,7 @@ static cc_dtype_t mapDtype(at::ScalarType st)
     case at::kShort:
         return CC_INT16;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-    case at::kUInt16: /* torch.uint16 exists since torch 2.3 (not built here: 1.13) */
+    case at::kUInt16: /* torch.uint16 exists since torch 2.3 (compile-checked: torch2_headers) */
         return CC_UINT16;
 #endif
     case at::kByte:
