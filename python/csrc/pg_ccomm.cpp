@@ -355,14 +355,15 @@ void ProcessGroupCcomm::issueCoalesced()
         }
         TORCH_CHECK(false, errorText("batch_isend_irecv", st));
     }
+    /* Before they are queued: the completion thread must not see a finish_fn being moved. */
+    for (auto &m : members)
+        copyBackEnqueued(m);
     {
         std::lock_guard<std::mutex> l(mu_);
         for (auto &m : members)
             queue_.push_back(m);
         last_coalesced_ = members.empty() ? c10::intrusive_ptr<WorkCcomm>() : members.back();
     }
-    for (auto &m : members)
-        copyBackEnqueued(m);
     cv_.notify_one();
 }
 
