@@ -93,7 +93,11 @@ def _register():
     if hasattr(dist.Backend, BACKEND.upper()):
         return
     try:
-        dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu"])
+        # torch 2.x routes a tensor to the backend registered for its device: one backend
+        # object serves both (CUDA tensors go to its device communicators, docs/pytorch.md).
+        # Where ccomm._C was built without CUDA, CUDA tensors would only be refused.
+        devices = ["cpu", "cuda"] if _C.has_cuda() else ["cpu"]
+        dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=devices)
     except TypeError:  # torch 1.13: no devices argument
         dist.Backend.register_backend(BACKEND, _create, extended_api=True)
 

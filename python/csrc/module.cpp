@@ -14,10 +14,11 @@ using ccomm_torch::ProcessGroupCcomm;
 namespace
 {
 
-c10::intrusive_ptr<ccomm_torch::PGBase> wrap(cc_comm_t *comm, const std::string &name)
+c10::intrusive_ptr<ccomm_torch::PGBase> wrap(cc_comm_t *comm, const std::string &name,
+                                             int64_t timeout_ms)
 {
     return c10::make_intrusive<ProcessGroupCcomm>(comm, cc_comm_rank(comm), cc_comm_size(comm),
-                                                  name);
+                                                  name, timeout_ms);
 }
 
 cc_comm_config_t config(const std::string &name, int64_t timeout_ms, const std::string &transport)
@@ -43,7 +44,7 @@ c10::intrusive_ptr<ccomm_torch::PGBase> newWorld(int rank, int size, const std::
     TORCH_CHECK(st == CC_OK, "ccomm: joining process group ", name, " as rank ", rank, " of ", size,
                 " at store ", addr, " failed: ", cc_status_name(st), " (", cc_status_str(st),
                 "); the ccomm log line above says why");
-    return wrap(comm, name);
+    return wrap(comm, name, timeout_ms);
 }
 
 ProcessGroupCcomm *asCcomm(const c10::intrusive_ptr<ccomm_torch::PGBase> &pg, const char *arg)
@@ -68,7 +69,7 @@ newSubgroup(const c10::intrusive_ptr<ccomm_torch::PGBase> &parent, std::vector<i
     }
     TORCH_CHECK(st == CC_OK, "ccomm: creating process group ", name, " from ", p->name(),
                 " failed: ", cc_status_name(st), " (", cc_status_str(st), ")");
-    return wrap(comm, name);
+    return wrap(comm, name, timeout_ms);
 }
 
 py::object record(const cc_op_info_t &i)
@@ -153,4 +154,17 @@ PYBIND11_MODULE(_C, m)
         return p ? py::object(py::str(p)) : py::none();
     });
     m.def("version", []() { return std::string(CC_VERSION_STRING); });
+    m.def("has_cuda", []() { return CCOMM_TORCH_CUDA != 0; });
+    /* Tests only: make (or get) the group's communicator of CUDA device `ordinal`, the path a
+     * group's first op on a CUDA tensor takes, reachable without a CUDA torch. Collective
+     * over the group. Returns the device communicator's name. */
+    m.def("_device_comm", [](const c10::intrusive_ptr<ccomm_torch::PGBase> &pg, int ordinal) {
+        ProcessGroupCcomm *p = asCcomm(pg, "group");
+        cc_comm_t *c;
+        {
+            py::gil_scoped_release nogil; /* waits for the other ranks */
+            c = p->deviceComm(ordinal);
+        }
+        return std::string(cc_comm_name(c));
+    });
 }

@@ -6,8 +6,10 @@
  * ccomm takes flat buffers. Each method checks its arguments first (a
  * Python exception naming the argument and the value; nothing is issued),
  * stages what is not contiguous or not packed into one buffer, issues the
- * call with a work handle, and leaves the copy back to the completion thread
- * (Work::finish_fn). Ops that only move bytes (broadcast, gathers, scatters,
+ * call with a work handle on the tensors' device (device.cpp: CPU, or a CUDA
+ * device communicator and the current stream), and leaves the copy back to the
+ * completion thread (Work::finish_fn; a CUDA op's runs right after its enqueue,
+ * pg_ccomm.cpp). Ops that only move bytes (broadcast, gathers, scatters,
  * all-to-all, send/recv) carry any dtype, as bytes when ccomm has no such
  * type; reductions take the dtypes ccomm's kernels reduce.
  */
@@ -22,20 +24,6 @@ using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
 /* ---- argument checks and mappings ------------------------------------------------------ */
-
-void checkCpuTensor(const at::Tensor &t, const char *arg)
-{
-    TORCH_CHECK_VALUE(t.defined(), "ccomm: ", arg, " is an undefined tensor");
-    TORCH_CHECK_VALUE(t.layout() == at::kStrided, "ccomm: ", arg, " has layout ", t.layout(),
-                      "; ccomm takes dense (strided) tensors only");
-    if (t.is_cuda())
-        TORCH_CHECK_VALUE(false, "ccomm: ", arg, " is on ", t.device(),
-                          ", but this ccomm process group drives CPU tensors only: CUDA tensors "
-                          "need the NCCL engine of libccomm-cuda.so, which the PyTorch backend "
-                          "does not reach yet (docs/pytorch.md); use backend \"nccl\" for them");
-    TORCH_CHECK_VALUE(t.device().is_cpu(), "ccomm: ", arg, " is on device ", t.device(),
-                      ", which ccomm does not support (cpu only)");
-}
 
 /* ccomm's type for t, or CC_DTYPE_COUNT when ccomm has none (then bytes are moved). */
 static cc_dtype_t mapDtype(at::ScalarType st)
@@ -54,7 +42,7 @@ static cc_dtype_t mapDtype(at::ScalarType st)
     case at::kShort:
         return CC_INT16;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-    case at::kUInt16: /* torch.uint16 exists since torch 2.3 (not built here: 1.13) */
+    case at::kUInt16: /* torch.uint16 exists since torch 2.3 (compile-checked: torch2_headers) */
         return CC_UINT16;
 #endif
     case at::kByte:
@@ -124,8 +112,14 @@ cc_redop_t toCcRedop(const c10d::ReduceOp &op, at::ScalarType st, double *premul
         auto *s = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(op.supplement_.get());
         TORCH_CHECK_VALUE(s, "ccomm: ReduceOp.PREMUL_SUM without its factor (make it with "
                              "torch.distributed._make_nccl_premul_sum)");
+        /* torch 1.13 keeps the factor in a vector tensor_factors, torch 2.x in one
+         * tensor_factor; either may live on the op's device (item() copies it to the host). */
+#if TORCH_VERSION_MAJOR >= 2
+        *premul = s->tensor_factor.defined() ? s->tensor_factor.item<double>() : s->double_factor;
+#else
         *premul =
             s->tensor_factors.empty() ? s->double_factor : s->tensor_factors[0].item<double>();
+#endif
         return CC_PREMUL_SUM;
     }
     default:
@@ -138,7 +132,7 @@ static const at::Tensor &single(std::vector<at::Tensor> &ts, const char *fn, con
 {
     TORCH_CHECK_VALUE(ts.size() == 1, "ccomm: ", fn, ": ", arg, " holds ", ts.size(),
                       " tensors; ccomm takes one tensor per process");
-    checkCpuTensor(ts[0], arg);
+    checkTensor(ts[0], arg);
     return ts[0];
 }
 
@@ -164,7 +158,8 @@ static at::Tensor dense(const at::Tensor &t, bool *staged)
 static void checkSame(const at::Tensor &ref, const at::Tensor &t, const char *fn, const char *arg,
                       size_t i, bool shape)
 {
-    checkCpuTensor(t, arg);
+    checkTensor(t, arg);
+    checkSameDevice(ref, t, fn, arg);
     TORCH_CHECK_VALUE(t.scalar_type() == ref.scalar_type(), "ccomm: ", fn, ": ", arg, "[", i,
                       "] has dtype ", t.scalar_type(), ", expected ", ref.scalar_type());
     if (shape)
@@ -189,12 +184,13 @@ WorkPtr ProcessGroupCcomm::allreduce(std::vector<at::Tensor> &tensors,
     cc_redop_t op = toCcRedop(opts.reduceOp, t.scalar_type(), &o.premul_scalar);
     bool staged;
     at::Tensor buf = dense(t, &staged);
-    auto w = newWork(OpType::ALLREDUCE, tensors);
+    Target tg = target(t, &o);
+    auto w = newWork(OpType::ALLREDUCE, tensors, tg.device);
     w->keep = {buf};
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
     return submit(w,
-                  cc_allreduce(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op, &o,
+                  cc_allreduce(tg.comm, buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, op, &o,
                                slot(w, buf.nbytes())),
                   "all_reduce");
 }
@@ -203,11 +199,12 @@ WorkPtr ProcessGroupCcomm::allreduce_coalesced(std::vector<at::Tensor> &tensors,
                                                const c10d::AllreduceCoalescedOptions &opts)
 {
     TORCH_CHECK_VALUE(!tensors.empty(), "ccomm: allreduce_coalesced: tensors is empty");
-    checkCpuTensor(tensors[0], "tensors[0]");
+    checkTensor(tensors[0], "tensors[0]");
     cc_dtype_t dt = toCcDtype(tensors[0], "tensors[0]", true);
     cc_op_opts_t o = opOpts(opts.timeout);
     cc_redop_t op = toCcRedop(opts.reduceOp, tensors[0].scalar_type(), &o.premul_scalar);
-    auto w = newWork(OpType::ALLREDUCE_COALESCED, tensors);
+    Target tg = target(tensors[0], &o);
+    auto w = newWork(OpType::ALLREDUCE_COALESCED, tensors, tg.device);
     std::vector<void *> bufs;
     std::vector<size_t> counts;
     std::vector<std::pair<at::Tensor, at::Tensor>> back;
@@ -227,7 +224,7 @@ WorkPtr ProcessGroupCcomm::allreduce_coalesced(std::vector<at::Tensor> &tensors,
         };
     coll_issued_++;
     return submit(w,
-                  cc_allreduce_coalesced(comm_, bufs.data(), bufs.data(), counts.data(),
+                  cc_allreduce_coalesced(tg.comm, bufs.data(), bufs.data(), counts.data(),
                                          (int)bufs.size(), dt, op, &o, &w->cw),
                   "allreduce_coalesced");
 }
@@ -240,13 +237,14 @@ WorkPtr ProcessGroupCcomm::broadcast(std::vector<at::Tensor> &tensors,
     Flat f = flat(t, toCcDtype(t, "tensors[0]", false));
     bool staged;
     at::Tensor buf = dense(t, &staged);
-    auto w = newWork(OpType::BROADCAST, tensors);
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(t, &o);
+    auto w = newWork(OpType::BROADCAST, tensors, tg.device);
     w->keep = {buf};
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_broadcast(comm_, buf.data_ptr(), buf.data_ptr(), f.count, f.dt,
+                  cc_broadcast(tg.comm, buf.data_ptr(), buf.data_ptr(), f.count, f.dt,
                                (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "broadcast");
 }
@@ -261,12 +259,13 @@ WorkPtr ProcessGroupCcomm::reduce(std::vector<at::Tensor> &tensors, const c10d::
     bool staged;
     at::Tensor buf = dense(t, &staged);
     bool root = getRank() == opts.rootRank;
-    auto w = newWork(OpType::REDUCE, tensors);
+    Target tg = target(t, &o);
+    auto w = newWork(OpType::REDUCE, tensors, tg.device);
     w->keep = {buf};
     if (staged && root) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
     coll_issued_++;
     return submit(w,
-                  cc_reduce(comm_, buf.data_ptr(), root ? buf.data_ptr() : nullptr, buf.numel(), dt,
+                  cc_reduce(tg.comm, buf.data_ptr(), root ? buf.data_ptr() : nullptr, buf.numel(), dt,
                             op, (int)opts.rootRank, &o, slot(w, buf.nbytes())),
                   "reduce");
 }
@@ -305,13 +304,14 @@ WorkPtr ProcessGroupCcomm::allgather(std::vector<std::vector<at::Tensor>> &outpu
     bool staged;
     at::Tensor src = dense(in, &staged);
     at::Tensor packed = packedFor(in, outs.size());
-    auto w = newWork(OpType::ALLGATHER, outs);
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(in, &o);
+    auto w = newWork(OpType::ALLGATHER, outs, tg.device);
     w->keep = {src, packed};
     w->finish_fn = unpackTo(outs, packed);
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_allgather(comm_, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o,
+                  cc_allgather(tg.comm, src.data_ptr(), packed.data_ptr(), f.count, f.dt, &o,
                                slot(w, packed.nbytes())),
                   "all_gather");
 }
@@ -319,8 +319,9 @@ WorkPtr ProcessGroupCcomm::allgather(std::vector<std::vector<at::Tensor>> &outpu
 WorkPtr ProcessGroupCcomm::_allgather_base(at::Tensor &output, at::Tensor &input,
                                            const c10d::AllgatherOptions &opts)
 {
-    checkCpuTensor(input, "input_tensor");
-    checkCpuTensor(output, "output_tensor");
+    checkTensor(input, "input_tensor");
+    checkTensor(output, "output_tensor");
+    checkSameDevice(input, output, "all_gather_into_tensor", "output_tensor");
     TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
                       "ccomm: all_gather_into_tensor: "
                       "output_tensor has dtype ",
@@ -332,13 +333,14 @@ WorkPtr ProcessGroupCcomm::_allgather_base(at::Tensor &output, at::Tensor &input
     Flat f = flat(input, toCcDtype(input, "input_tensor", false));
     bool si, so;
     at::Tensor src = dense(input, &si), dst = dense(output, &so);
-    auto w = newWork(OpType::_ALLGATHER_BASE, {output});
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(input, &o);
+    auto w = newWork(OpType::_ALLGATHER_BASE, {output}, tg.device);
     w->keep = {src, dst};
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_allgather(comm_, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o,
+                  cc_allgather(tg.comm, src.data_ptr(), dst.data_ptr(), f.count, f.dt, &o,
                                slot(w, dst.nbytes())),
                   "all_gather_into_tensor");
 }
@@ -352,19 +354,24 @@ WorkPtr ProcessGroupCcomm::allgather_coalesced(std::vector<std::vector<at::Tenso
                       "allgather_coalesced: ",
                       outputs.size(), " output lists for ", inputs.size(),
                       " inputs; need one list per input");
-    auto w = newWork(OpType::ALLGATHER_COALESCED, {});
-    std::vector<const void *> sb;
-    std::vector<void *> rb;
-    std::vector<size_t> counts;
-    std::vector<std::function<void()>> unpack;
     for (size_t i = 0; i < inputs.size(); i++) {
-        checkCpuTensor(inputs[i], "input_list");
+        checkTensor(inputs[i], "input_list");
+        checkSameDevice(inputs[0], inputs[i], "allgather_coalesced", "input_list");
         TORCH_CHECK_VALUE(outputs[i].size() == (size_t)getSize(),
                           "ccomm: allgather_coalesced: "
                           "output_lists[",
                           i, "] holds ", outputs[i].size(), " tensors, expected ", getSize());
         for (size_t r = 0; r < outputs[i].size(); r++)
             checkSame(inputs[i], outputs[i][r], "allgather_coalesced", "output_lists[i]", r, true);
+    }
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(inputs[0], &o);
+    auto w = newWork(OpType::ALLGATHER_COALESCED, {}, tg.device);
+    std::vector<const void *> sb;
+    std::vector<void *> rb;
+    std::vector<size_t> counts;
+    std::vector<std::function<void()>> unpack;
+    for (size_t i = 0; i < inputs.size(); i++) {
         bool staged;
         at::Tensor src = dense(inputs[i], &staged);
         at::Tensor packed = packedFor(inputs[i], getSize());
@@ -379,10 +386,9 @@ WorkPtr ProcessGroupCcomm::allgather_coalesced(std::vector<std::vector<at::Tenso
         for (auto &u : unpack)
             u();
     };
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_allgather_coalesced(comm_, sb.data(), rb.data(), counts.data(), (int)sb.size(),
+                  cc_allgather_coalesced(tg.comm, sb.data(), rb.data(), counts.data(), (int)sb.size(),
                                          CC_UINT8, &o, &w->cw),
                   "allgather_coalesced");
 }
@@ -408,7 +414,9 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
     Flat f = flat(in, toCcDtype(in, "tensor", false));
     bool staged;
     at::Tensor src = dense(in, &staged);
-    auto w = newWork(OpType::GATHER, root ? outputs[0] : std::vector<at::Tensor>{});
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(in, &o);
+    auto w = newWork(OpType::GATHER, root ? outputs[0] : std::vector<at::Tensor>{}, tg.device);
     w->keep = {src};
     void *dst = nullptr;
     if (root) {
@@ -417,10 +425,9 @@ WorkPtr ProcessGroupCcomm::gather(std::vector<std::vector<at::Tensor>> &outputs,
         w->finish_fn = unpackTo(outputs[0], packed);
         dst = packed.data_ptr();
     }
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_gather(comm_, src.data_ptr(), dst, f.count, f.dt, (int)opts.rootRank, &o,
+                  cc_gather(tg.comm, src.data_ptr(), dst, f.count, f.dt, (int)opts.rootRank, &o,
                             slot(w, src.nbytes() * getSize())),
                   "gather");
 }
@@ -458,14 +465,15 @@ WorkPtr ProcessGroupCcomm::scatter(std::vector<at::Tensor> &outputs,
     Flat f = flat(out, toCcDtype(out, "tensor", false));
     bool staged;
     at::Tensor dst = dense(out, &staged);
-    auto w = newWork(OpType::SCATTER, outputs);
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(out, &o);
+    auto w = newWork(OpType::SCATTER, outputs, tg.device);
     w->keep = {dst};
     if (root) w->keep.push_back(packed);
     if (staged) w->finish_fn = [out, dst]() mutable { out.copy_(dst); };
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_scatter(comm_, root ? packed.data_ptr() : nullptr, dst.data_ptr(), f.count,
+                  cc_scatter(tg.comm, root ? packed.data_ptr() : nullptr, dst.data_ptr(), f.count,
                              f.dt, (int)opts.rootRank, &o, slot(w, dst.nbytes() * getSize())),
                   "scatter");
 }
@@ -488,12 +496,13 @@ WorkPtr ProcessGroupCcomm::reduce_scatter(std::vector<at::Tensor> &outputs,
     at::Tensor packed = pack(inputs[0]);
     bool staged;
     at::Tensor dst = dense(out, &staged);
-    auto w = newWork(OpType::REDUCE_SCATTER, outputs);
+    Target tg = target(out, &o);
+    auto w = newWork(OpType::REDUCE_SCATTER, outputs, tg.device);
     w->keep = {packed, dst};
     if (staged) w->finish_fn = [out, dst]() mutable { out.copy_(dst); };
     coll_issued_++;
     return submit(w,
-                  cc_reduce_scatter(comm_, packed.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
+                  cc_reduce_scatter(tg.comm, packed.data_ptr(), dst.data_ptr(), dst.numel(), dt, op,
                                     &o, slot(w, packed.nbytes())),
                   "reduce_scatter");
 }
@@ -501,8 +510,9 @@ WorkPtr ProcessGroupCcomm::reduce_scatter(std::vector<at::Tensor> &outputs,
 WorkPtr ProcessGroupCcomm::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                                 const c10d::ReduceScatterOptions &opts)
 {
-    checkCpuTensor(input, "input");
-    checkCpuTensor(output, "output");
+    checkTensor(input, "input");
+    checkTensor(output, "output");
+    checkSameDevice(input, output, "reduce_scatter_tensor", "output");
     TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
                       "ccomm: reduce_scatter_tensor: "
                       "output has dtype ",
@@ -516,12 +526,13 @@ WorkPtr ProcessGroupCcomm::_reduce_scatter_base(at::Tensor &output, at::Tensor &
     cc_redop_t op = toCcRedop(opts.reduceOp, output.scalar_type(), &o.premul_scalar);
     bool si, so;
     at::Tensor src = dense(input, &si), dst = dense(output, &so);
-    auto w = newWork(OpType::_REDUCE_SCATTER_BASE, {output});
+    Target tg = target(output, &o);
+    auto w = newWork(OpType::_REDUCE_SCATTER_BASE, {output}, tg.device);
     w->keep = {src, dst};
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
     coll_issued_++;
     return submit(w,
-                  cc_reduce_scatter(comm_, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op, &o,
+                  cc_reduce_scatter(tg.comm, src.data_ptr(), dst.data_ptr(), dst.numel(), dt, op, &o,
                                     slot(w, src.nbytes())),
                   "reduce_scatter_tensor");
 }
@@ -558,8 +569,9 @@ WorkPtr ProcessGroupCcomm::alltoall_base(at::Tensor &output, at::Tensor &input,
                                          std::vector<int64_t> &inputSplits,
                                          const c10d::AllToAllOptions &opts)
 {
-    checkCpuTensor(input, "input");
-    checkCpuTensor(output, "output");
+    checkTensor(input, "input");
+    checkTensor(output, "output");
+    checkSameDevice(input, output, "all_to_all_single", "output");
     TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
                       "ccomm: all_to_all_single: "
                       "output has dtype ",
@@ -576,13 +588,14 @@ WorkPtr ProcessGroupCcomm::alltoall_base(at::Tensor &output, at::Tensor &input,
     }
     bool si, so;
     at::Tensor src = dense(input, &si), dst = dense(output, &so);
-    auto w = newWork(OpType::ALLTOALL_BASE, {output});
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(input, &o);
+    auto w = newWork(OpType::ALLTOALL_BASE, {output}, tg.device);
     w->keep = {src, dst};
     if (so) w->finish_fn = [output, dst]() mutable { output.copy_(dst); };
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_alltoallv(comm_, src.data_ptr(), dst.data_ptr(), sc.data(), nullptr, rc.data(),
+                  cc_alltoallv(tg.comm, src.data_ptr(), dst.data_ptr(), sc.data(), nullptr, rc.data(),
                                nullptr, dt, &o, slot(w, std::max(src.nbytes(), dst.nbytes()))),
                   "all_to_all_single");
 }
@@ -607,13 +620,14 @@ WorkPtr ProcessGroupCcomm::alltoall(std::vector<at::Tensor> &outputs,
     for (auto &t : outputs)
         total += t.numel();
     at::Tensor recv = at::empty({total}, outputs[0].options());
-    auto w = newWork(OpType::ALLTOALL, outputs);
+    cc_op_opts_t o = opOpts(opts.timeout);
+    Target tg = target(inputs[0], &o);
+    auto w = newWork(OpType::ALLTOALL, outputs, tg.device);
     w->keep = {packed, recv};
     w->finish_fn = unpackTo(outputs, recv);
-    cc_op_opts_t o = opOpts(opts.timeout);
     coll_issued_++;
     return submit(w,
-                  cc_alltoallv(comm_, packed.data_ptr(), recv.data_ptr(), sc.data(), nullptr,
+                  cc_alltoallv(tg.comm, packed.data_ptr(), recv.data_ptr(), sc.data(), nullptr,
                                rc.data(), nullptr, CC_UINT8, &o, slot(w, packed.nbytes())),
                   "all_to_all");
 }
@@ -671,10 +685,11 @@ WorkPtr ProcessGroupCcomm::send(std::vector<at::Tensor> &tensors, int dstRank, i
     Flat f = flat(t, toCcDtype(t, "tensor", false));
     bool staged;
     at::Tensor buf = dense(t, &staged);
-    auto w = newWork(OpType::SEND, {});
-    w->keep = {buf};
     cc_op_opts_t o = opOpts(std::chrono::milliseconds(0), tag);
-    return submit(w, cc_send(comm_, buf.data_ptr(), f.count, f.dt, dstRank, &o, &w->cw), "send");
+    Target tg = target(t, &o);
+    auto w = newWork(OpType::SEND, {}, tg.device);
+    w->keep = {buf};
+    return submit(w, cc_send(tg.comm, buf.data_ptr(), f.count, f.dt, dstRank, &o, &w->cw), "send");
 }
 
 WorkPtr ProcessGroupCcomm::recv(std::vector<at::Tensor> &tensors, int srcRank, int tag)
@@ -685,12 +700,13 @@ WorkPtr ProcessGroupCcomm::recv(std::vector<at::Tensor> &tensors, int srcRank, i
     Flat f = flat(t, toCcDtype(t, "tensor", false));
     bool staged;
     at::Tensor buf = dense(t, &staged);
-    auto w = newWork(OpType::RECV, tensors);
+    cc_op_opts_t o = opOpts(std::chrono::milliseconds(0), tag);
+    Target tg = target(t, &o);
+    auto w = newWork(OpType::RECV, tensors, tg.device);
     w->keep = {buf};
     w->src_rank = srcRank;
     if (staged) w->finish_fn = [t, buf]() mutable { t.copy_(buf); };
-    cc_op_opts_t o = opOpts(std::chrono::milliseconds(0), tag);
-    return submit(w, cc_recv(comm_, buf.data_ptr(), f.count, f.dt, srcRank, &o, &w->cw), "recv");
+    return submit(w, cc_recv(tg.comm, buf.data_ptr(), f.count, f.dt, srcRank, &o, &w->cw), "recv");
 }
 
 WorkPtr ProcessGroupCcomm::recvAnysource(std::vector<at::Tensor> &tensors, int tag)

@@ -15,10 +15,17 @@
 namespace ccomm_torch
 {
 
-WorkCcomm::WorkCcomm(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type), outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
+/* A Future that may hold CUDA tensors must be made with their device (torch checks it). */
+static std::vector<c10::Device> futureDevices(int device)
+{
+    if (device == CC_DEVICE_CPU) return {};
+    return {c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)device)};
+}
+
+WorkCcomm::WorkCcomm(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, int device)
+    : c10d::Work(rank, type), device(device), outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()), futureDevices(device)))
 {
 }
 
@@ -52,8 +59,9 @@ void WorkCcomm::complete(const std::string &error)
     future_->setError(ep);
 }
 
-ProcessGroupCcomm::ProcessGroupCcomm(cc_comm_t *comm, int rank, int size, std::string name)
-    : PGBase(rank, size), comm_(comm), name_(std::move(name))
+ProcessGroupCcomm::ProcessGroupCcomm(cc_comm_t *comm, int rank, int size, std::string name,
+                                     int64_t timeout_ms)
+    : PGBase(rank, size), comm_(comm), name_(std::move(name)), timeout_ms_(timeout_ms)
 {
     cc_status_t st = cc_hook_add_abort(comm_, &ProcessGroupCcomm::abortHook, this, 0, &abort_hook_);
     if (st != CC_OK) {
@@ -76,6 +84,7 @@ ProcessGroupCcomm::~ProcessGroupCcomm()
     PyThreadState *ts = nullptr;
     if (Py_IsInitialized() && PyGILState_Check()) ts = PyEval_SaveThread();
     if (completer_.joinable()) completer_.join();
+    destroyDeviceComms();
     cc_comm_destroy(comm_);
     if (ts) PyEval_RestoreThread(ts);
     {
@@ -96,9 +105,10 @@ cc_op_opts_t ProcessGroupCcomm::opOpts(std::chrono::milliseconds timeout, int ta
 }
 
 c10::intrusive_ptr<WorkCcomm> ProcessGroupCcomm::newWork(c10d::OpType type,
-                                                         std::vector<at::Tensor> outputs)
+                                                         std::vector<at::Tensor> outputs,
+                                                         int device)
 {
-    return c10::make_intrusive<WorkCcomm>(getRank(), type, std::move(outputs));
+    return c10::make_intrusive<WorkCcomm>(getRank(), type, std::move(outputs), device);
 }
 
 std::string ProcessGroupCcomm::lastAbort() const
@@ -148,7 +158,9 @@ cc_work_t **ProcessGroupCcomm::slot(const c10::intrusive_ptr<WorkCcomm> &w, size
         std::lock_guard<std::mutex> l(mu_);
         hooks = !post_hooks_.empty();
     }
-    w->inline_op = bytes <= kInlineBytes && !hooks && !coalescing_;
+    /* A device op returns once enqueued: only its handle says when the GPU finished. */
+    w->inline_op =
+        bytes <= kInlineBytes && !hooks && !coalescing_ && w->device == CC_DEVICE_CPU;
     return w->inline_op ? nullptr : &w->cw;
 }
 
@@ -161,7 +173,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::submit(const c10::intrusive_pt
          * the communicator passes this group, one ccomm call per method. */
         std::string err = st == CC_OK ? ""
                                       : errorText((std::string(what) + " (collective #" +
-                                                   std::to_string(coll_issued_) + ")")
+                                                   std::to_string(coll_issued_ - dev_colls_) + ")")
                                                       .c_str(),
                                                   st);
         if (st == CC_OK && w->finish_fn) w->finish_fn();
@@ -175,10 +187,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCcomm::submit(const c10::intrusive_pt
         w->cw = nullptr;
         TORCH_CHECK(false, errorText(what, st));
     }
+    c10d::OpType type = w->retrieveOpType();
+    if (w->device != CC_DEVICE_CPU && type != c10d::OpType::SEND && type != c10d::OpType::RECV)
+        dev_colls_++; /* numbered by its device communicator, not by comm_ */
     if (coalescing_) {
         coalesced_.push_back(w); /* queued by endCoalescing, once the group is issued */
         return w;
     }
+    copyBackEnqueued(w);
     {
         std::lock_guard<std::mutex> l(mu_);
         queue_.push_back(w);
@@ -239,6 +255,21 @@ void ProcessGroupCcomm::completionLoop()
     }
 }
 
+/*
+ * A device op's staged results are copied back right after its enqueue, on the issuing
+ * thread: the copy is one more kernel on the same current stream, so it runs after the op on
+ * the GPU, and before anything the caller queues next. (The completion thread has another
+ * current stream; a copy there would race the caller's next kernels.) CPU ops copy back on
+ * the completion thread, once the op ended.
+ */
+void ProcessGroupCcomm::copyBackEnqueued(const c10::intrusive_ptr<WorkCcomm> &w)
+{
+    if (w->device == CC_DEVICE_CPU || !w->finish_fn) return;
+    auto fn = std::move(w->finish_fn);
+    w->finish_fn = nullptr;
+    fn();
+}
+
 void ProcessGroupCcomm::runPostHooks(const cc_op_info_t &info)
 {
     std::vector<OpHook> hooks;
@@ -278,6 +309,12 @@ void ProcessGroupCcomm::addPreHook(OpHook fn)
         cc_status_t st = cc_hook_add_pre(comm_, &ProcessGroupCcomm::preHook, this, 0, &pre_hook_);
         TORCH_CHECK(st == CC_OK, "ccomm: cannot add a pre hook to process group ", name_, ": ",
                     cc_status_name(st));
+        for (auto &kv : dev_comms_) {
+            st = cc_hook_add_pre(kv.second.comm, &ProcessGroupCcomm::preHook, this, 0,
+                                 &kv.second.pre_hook);
+            TORCH_CHECK(st == CC_OK, "ccomm: cannot add a pre hook to ", name_, ".cuda", kv.first,
+                        ": ", cc_status_name(st));
+        }
     }
     pre_hooks_.push_back(std::move(fn));
 }
@@ -318,6 +355,9 @@ void ProcessGroupCcomm::issueCoalesced()
         }
         TORCH_CHECK(false, errorText("batch_isend_irecv", st));
     }
+    /* Before they are queued: the completion thread must not see a finish_fn being moved. */
+    for (auto &m : members)
+        copyBackEnqueued(m);
     {
         std::lock_guard<std::mutex> l(mu_);
         for (auto &m : members)

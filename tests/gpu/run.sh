@@ -19,6 +19,9 @@
 #   native2    engine native, 2 ranks sharing the GPU: one-shot, two-shot, ring
 #   native4    the same with 4 ranks
 #   bench      kernel bandwidth vs cudaMemcpy; host overhead per GPU op (recorder on/off)
+#   torch      the PyTorch backend on CUDA tensors vs CPU (tests/gpu/torch_cuda.py): needs a
+#              CUDA build of torch and the backend built against it; skipped (77 when it is
+#              the only case) where torch has no CUDA
 # Exit status: 0 when every case passed, 1 otherwise; summary.txt says which.
 set -u
 
@@ -39,6 +42,7 @@ export CCOMM_LOG_LEVEL=${CCOMM_LOG_LEVEL:-WARN}
 APP=$BUILD/tests/gpu_app
 CCRUN=$BUILD/bin/ccrun
 FAILED=0
+SKIPPED=0
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
@@ -151,6 +155,32 @@ case_native() {
     done
 }
 
+# The backend's ranks are torch processes: the Python with torch, and the built package.
+case_torch() {
+    py=${CCOMM_TEST_PYTHON:-/usr/bin/python3}
+    if ! ls "$BUILD"/python/ccomm/_C*.so >/dev/null 2>&1; then
+        cmake --build "$BUILD" --target ccomm_torch >>"$RES/build.log" 2>&1 || {
+            say "SKIP torch: no PyTorch backend in $BUILD (torch's CMake package not found; build.log)"
+            SKIPPED=1
+            return 0
+        }
+    fi
+    t0=$(date +%s)
+    PYTHONPATH="$BUILD/python" CCTEST_BUILD_DIR="$BUILD" timeout -k 10 600 "$py" \
+        "$SRC/tests/gpu/torch_cuda.py" >"$RES/torch.log" 2>&1
+    rc=$? dt=$(( $(date +%s) - t0 ))
+    if [ $rc -eq 77 ]; then
+        say "SKIP torch: $(grep -m1 '^skipped' "$RES/torch.log")"
+        SKIPPED=1
+    elif [ $rc -eq 0 ]; then
+        say "PASS torch (${dt} s): $(grep -c '^PASS' "$RES/torch.log") runs"
+    else
+        FAILED=1
+        say "FAIL torch (rc $rc after ${dt} s; last lines of torch.log:)"
+        tail -15 "$RES/torch.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
+}
+
 case_bench() {
     run bench-kernels 120 "$BUILD/bin/cuda_kernels_bench" 1024 && cp "$RES/bench-kernels.log" "$RES/bench-kernels.json"
     run bench-overhead-recorder-on 120 "$APP" overhead
@@ -186,8 +216,9 @@ all)
     case_native 2
     case_native 4
     case_bench
+    case_torch
     ;;
-math | nccl | timing | hang | bench) "case_$CASE" ;;
+math | nccl | timing | hang | bench | torch) "case_$CASE" ;;
 native2) case_native 2 ;;
 native4) case_native 4 ;;
 *)
@@ -196,4 +227,6 @@ native4) case_native 4 ;;
     ;;
 esac
 say "done in $(( $(date +%s) - T0 )) s: $([ $FAILED -eq 0 ] && echo 'all passed' || echo 'FAILURES')"
+# A single case that was skipped is reported as skipped (ctest's SKIP_RETURN_CODE), not passed.
+[ $FAILED -eq 0 ] && [ $SKIPPED -eq 1 ] && [ "$CASE" != all ] && exit 77
 exit $FAILED
