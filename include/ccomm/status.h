@@ -66,6 +66,17 @@ CC_API const char *cc_status_str(cc_status_t status);
  */
 CC_API const char *cc_status_name(cc_status_t status);
 
+/*
+ * cc_last_error - what ccomm's last error said on the calling thread: the
+ * message of its error log line without the prefix (kept also when
+ * CCOMM_LOG_LEVEL hides error lines), e.g. "cc_comm_split: child (the
+ * output) is NULL"; "" when this thread saw none. A failing call may have
+ * logged its cause on another thread (an engine's worker): then this says
+ * an older error or nothing. Returns a thread-local string, overwritten by
+ * the thread's next error: copy it to keep it. Any thread.
+ */
+CC_API const char *cc_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,9 +131,9 @@
       0)                                                                                           \
     X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \
       "Microseconds a waiting rank polls before it starts yielding the CPU, then sleeping.", 0)    \
-    X(TCP_SPIN_US, tcp_spin_us, INT, "0",                                                          \
+    X(TCP_SPIN_US, tcp_spin_us, INT, "50",                                                         \
       "Microseconds a rank whose pending requests are all TCP polls its sockets before it "        \
-      "sleeps in epoll; 0: it sleeps at once. Pays only where every rank has a CPU to itself.",    \
+      "sleeps in epoll (none when the host has more ranks than CPUs); 0: it sleeps at once.",      \
       0)                                                                                           \
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \

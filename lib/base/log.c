@@ -151,6 +151,32 @@ static int prefix(char *buf, size_t len, int level, uint32_t subsys)
                     t_comm ? t_comm : "-", level_names[level], sub);
 }
 
+/* The calling thread's last error message (cc_last_error), without the line prefix. */
+static __thread char t_last_error[512];
+
+const char *cc_last_error(void)
+{
+    return t_last_error;
+}
+
+void cc__log_verror(uint32_t subsys, const char *fmt, va_list ap)
+{
+    cc__log_count_error();
+    va_list keep;
+    va_copy(keep, ap);
+    if (vsnprintf(t_last_error, sizeof(t_last_error), fmt, keep) < 0) t_last_error[0] = '\0';
+    va_end(keep);
+    if (cc__log_on(CC_LOG_LEVEL_ERROR, subsys)) cc__log_vwrite(CC_LOG_LEVEL_ERROR, subsys, fmt, ap);
+}
+
+void cc__log_error(uint32_t subsys, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cc__log_verror(subsys, fmt, ap);
+    va_end(ap);
+}
+
 void cc__log_write(int level, uint32_t subsys, const char *fmt, ...)
 {
     va_list ap;

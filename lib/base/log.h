@@ -59,11 +59,12 @@ uint64_t cc__log_error_count(void);
         if (cc__log_on(lvl, sub)) cc__log_write(lvl, sub, __VA_ARGS__);                            \
     } while (0)
 
-#define cc_log_error(sub, ...)                                                                     \
-    do {                                                                                           \
-        cc__log_count_error();                                                                     \
-        CC__LOG(CC_LOG_LEVEL_ERROR, sub, __VA_ARGS__);                                             \
-    } while (0)
+/* An error: counted, kept as the calling thread's last error (cc_last_error, even when the
+ * level hides error lines), and logged when the level lets it through. Off the op path. */
+void cc__log_error(uint32_t subsys, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cc__log_verror(uint32_t subsys, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+#define cc_log_error(sub, ...) cc__log_error(sub, __VA_ARGS__)
 #define cc_log_warn(sub, ...) CC__LOG(CC_LOG_LEVEL_WARN, sub, __VA_ARGS__)
 #define cc_log_info(sub, ...) CC__LOG(CC_LOG_LEVEL_INFO, sub, __VA_ARGS__)
 #define cc_log_debug(sub, ...) CC__LOG(CC_LOG_LEVEL_DEBUG, sub, __VA_ARGS__)

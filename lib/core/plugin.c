@@ -167,6 +167,7 @@ static const cc_core_t g_core = {
     .log_mask = svc_log_mask,
     .log_vwrite = cc__log_vwrite,
     .log_count_error = cc__log_count_error,
+    .log_verror = cc__log_verror,
     .log_set_comm = cc__log_set_comm,
     .cfg = cc__cfg,
     .recorder_gpu = cc__recorder_gpu,

@@ -100,6 +100,7 @@ typedef struct cc_core {
     uint32_t (*log_mask)(void);
     void (*log_vwrite)(int level, uint32_t subsys, const char *fmt, va_list ap);
     void (*log_count_error)(void);
+    void (*log_verror)(uint32_t subsys, const char *fmt, va_list ap); /* cc_log_error */
     void (*log_set_comm)(const char *name);
     const struct cc__config *(*cfg)(void);
 

@@ -59,6 +59,24 @@ void cc__log_count_error(void)
     if (cc__core) cc__core->log_count_error();
 }
 
+/* Through the core, so cc_last_error on this thread says what the plugin said. */
+void cc__log_verror(uint32_t subsys, const char *fmt, va_list ap)
+{
+    if (cc__core) {
+        cc__core->log_verror(subsys, fmt, ap);
+        return;
+    }
+    if (cc__log_on(CC_LOG_LEVEL_ERROR, subsys)) cc__log_vwrite(CC_LOG_LEVEL_ERROR, subsys, fmt, ap);
+}
+
+void cc__log_error(uint32_t subsys, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cc__log_verror(subsys, fmt, ap);
+    va_end(ap);
+}
+
 void cc__log_set_comm(const char *name)
 {
     if (cc__core) cc__core->log_set_comm(name);

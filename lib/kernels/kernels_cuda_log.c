@@ -9,10 +9,8 @@
 
 void cc__kcuda_error(const char *fmt, ...)
 {
-    cc__log_count_error();
-    if (!cc__log_on(CC_LOG_LEVEL_ERROR, CC_SUBSYS_CUDA)) return;
     va_list ap;
     va_start(ap, fmt);
-    cc__log_vwrite(CC_LOG_LEVEL_ERROR, CC_SUBSYS_CUDA, fmt, ap);
+    cc__log_verror(CC_SUBSYS_CUDA, fmt, ap);
     va_end(ap);
 }

@@ -232,10 +232,12 @@ static cc_status_t check_wait(cc__net_t *net, cc__req_t *const *reqs, int n)
 
 /*
  * One idle pass of the wait loop, by how long nothing moved. Only TCP
- * pending: no yield, and a spin only of CCOMM_TCP_SPIN_US (default none:
- * block in epoll at once). On a busy host a spinner takes the CPU its peer
- * needs: 2-rank 8-byte allreduce 23-25 us sleeping at once, 76-141 us with
- * a 30 us spin; 10 us with it where the CPUs were free (docs/transports.md).
+ * pending: no yield, and a spin of CCOMM_TCP_SPIN_US (50 us; none when the
+ * host has more ranks than CPUs). Where the CPUs are free a spinner sees the
+ * data without a wake-up: 2-rank 8-byte allreduce 47 us sleeping at once,
+ * 14 us with the spin; on a host busy with other work the spinner takes the
+ * CPU its peer needs (76-141 us with a 30 us spin at load 9-11): set 0 there
+ * (docs/transports.md).
  */
 static void wait_stage(cc__net_t *net, uint64_t idle, uint64_t deadline_ns, uint64_t now,
                        int *spinning)

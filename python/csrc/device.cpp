@@ -78,9 +78,10 @@ static std::string deviceCommError(const std::string &group, int ordinal, const 
                     "native cuda) through the CUDA plugin " + (plugin ? plugin : "(unknown)") +
                     " (CCOMM_CUDA_PLUGIN): " + cc_status_name(st) + " (" + cc_status_str(st) +
                     ")";
-    /* ccomm's C API keeps no last-error text: the cause (the loader's error, the CUDA
-     * runtime's) is in the log line the plugin or the core wrote just before. */
-    return s + "; the ccomm log line above says why";
+    /* The cause (the loader's error, the CUDA runtime's) as the core or the plugin logged it
+     * on this thread; the split runs here, so that is where they say it. */
+    const char *why = cc_last_error();
+    return s + (*why ? std::string(": ") + why : std::string("; the ccomm log line above says why"));
 }
 
 cc_comm_t *ProcessGroupCcomm::deviceComm(int ordinal)

@@ -1,9 +1,10 @@
 """device_worker.py - one rank of test_device_comm.py: the path a group's first op on a CUDA
 tensor takes (a device communicator split off the group's, through the CUDA plugin), reached
 through ccomm._C._device_comm on a machine where it must fail: the error must name the
-device, the communicator, the plugin and ccomm's status; the group must work on after it.
+device, the communicator, the plugin, ccomm's status and the cause (cc_last_error: what the
+core or the plugin logged); the group must work on after it.
 
-argv: expect ("fail" or "ok"), the plugin text the error must name."""
+argv: expect ("fail" or "ok"), the plugin text the error must name, the cause it must name."""
 import sys
 from datetime import timedelta
 
@@ -26,7 +27,7 @@ def check_all_reduce(what):
 
 
 def main():
-    expect, plugin = sys.argv[1], sys.argv[2]
+    expect, plugin, cause = sys.argv[1], sys.argv[2], sys.argv[3]
     dist.init_process_group("ccomm", timeout=timedelta(seconds=20))
     pg = ct._ccomm_group(None)
     check_all_reduce("before")
@@ -38,9 +39,11 @@ def main():
             if expect != "fail":
                 fail("device communicator failed: %s" % msg)
             for word in ("0:default_pg.cuda0", "device cuda:0", plugin, "CCOMM_CUDA_PLUGIN",
-                         "ERR_NOT_SUPPORTED", "log line"):
+                         "ERR_NOT_SUPPORTED", "(not supported): "):
                 if word not in msg:
                     fail("error %r does not name %r" % (msg, word))
+            if cause not in msg.split("(not supported): ", 1)[1]:
+                fail("error %r does not give the cause %r after the status" % (msg, cause))
             print("rank %d: attempt %d: %s" % (dist.get_rank(), attempt, msg), flush=True)
         else:
             if expect == "fail":

@@ -25,7 +25,11 @@ def hooks():
     w = dist.all_reduce(t, async_op=True)
     w.wait()
     dist.broadcast(t, 0)
-    time.sleep(0.2)  # post hooks run on the completion thread before the Work completes
+    # Post hooks run on the completion thread; poll (bounded) rather than sleep a fixed time.
+    for _ in range(250):
+        if [r["name"] for r in post][-2:] == ["all_reduce", "broadcast"]:
+            break
+        time.sleep(0.02)
     names = [r["name"] for r in post]
     if names[-2:] != ["all_reduce", "broadcast"]:
         fail("post hook records %r" % names)

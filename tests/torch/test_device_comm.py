@@ -1,8 +1,8 @@
 """test_device_comm.py - the creation of a process group's CUDA device communicator, on 2
 ranks (device_worker.py), where it must fail: with a plugin that does not exist (everywhere),
 and with the built plugin but no CUDA device (where the machine has none). Each rank's error
-must name the device, the communicator, the plugin and the status; its stderr must hold the
-log line with the cause; the group must work on."""
+must name the device, the communicator, the plugin, the status and the cause; its stderr
+must hold the log line with the cause; the group must work on."""
 import glob
 import os
 import sys
@@ -17,7 +17,7 @@ def has_gpu():
 
 
 def case(name, env, plugin, cause):
-    ranks = harness.run(os.path.join(HERE, "device_worker.py"), 2, ["fail", plugin], env=env,
+    ranks = harness.run(os.path.join(HERE, "device_worker.py"), 2, ["fail", plugin, cause], env=env,
                         timeout=120)
     ok = harness.report(ranks, name)
     for k in ranks:

@@ -1,4 +1,6 @@
-/* test_status.c - status strings, names, ranges; dtype and op names round-trip. */
+/* test_status.c - status strings, names, ranges; dtype and op names round-trip; the
+ * calling thread's last error (cc_last_error). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +8,7 @@
 #include <cmocka.h>
 
 #include "ccomm/ccomm.h"
+#include "base/log.h"
 
 static void test_status_strings(void **state)
 {
@@ -50,11 +53,38 @@ static void test_names_roundtrip(void **state)
     assert_string_equal(cc_op_type_name(CC_OP_TYPE_COUNT), "?");
 }
 
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    return (void *)cc_last_error(); /* this thread saw no error: "" */
+}
+
+/* The last error is the thread's own, kept even when the log level hides error lines. */
+static void test_last_error(void **state)
+{
+    (void)state;
+    cc_comm_t *child = NULL;
+    assert_int_equal(cc_comm_split(NULL, 0, 0, NULL, &child), CC_ERR_INVALID_ARG);
+    assert_non_null(strstr(cc_last_error(), "cc_comm_split: parent"));
+    assert_non_null(strstr(cc_last_error(), "is not a valid communicator"));
+    pthread_t t;
+    void *other = NULL;
+    assert_int_equal(pthread_create(&t, NULL, other_thread, NULL), 0);
+    pthread_join(t, &other);
+    assert_string_equal((const char *)other, "");
+    int level = atomic_load(&cc__log_level);
+    atomic_store(&cc__log_level, CC_LOG_LEVEL_NONE); /* error lines hidden */
+    assert_int_equal(cc_comm_create_group(NULL, NULL, 0, NULL, &child), CC_ERR_INVALID_ARG);
+    atomic_store(&cc__log_level, level);
+    assert_non_null(strstr(cc_last_error(), "cc_comm_create_group"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_strings),
         cmocka_unit_test(test_names_roundtrip),
+        cmocka_unit_test(test_last_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
