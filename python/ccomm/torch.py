@@ -10,6 +10,7 @@ beyond what torch already has: rank 0 hosts ccomm's own store on a free port
 and publishes its address and a fresh job key through the torch store that
 init_process_group made. See docs/pytorch.md.
 """
+import atexit
 import os
 import secrets
 import socket
@@ -153,3 +154,6 @@ def comm_name(group=None):
 
 
 _register()
+# Before Python finalizes, ccomm's threads stop calling into it (Python hooks are skipped from
+# then on): a thread that takes the GIL during finalization is ended or crashes.
+atexit.register(_C._python_exiting)

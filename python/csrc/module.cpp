@@ -8,6 +8,9 @@
 
 #include "pg_ccomm.hpp"
 
+#include <atomic>
+#include <thread>
+
 namespace py = pybind11;
 using ccomm_torch::ProcessGroupCcomm;
 
@@ -99,15 +102,50 @@ py::object record(const cc_op_info_t &i)
     return d;
 }
 
+/*
+ * Python's exit. ccomm's threads (a group's completion thread runs the post hooks) must not
+ * ask for the GIL once Python finalizes: the interpreter ends such a thread with
+ * pthread_exit, or its state is gone (SIGSEGV, std::terminate; test torch_exit). An atexit
+ * handler (ccomm/torch.py) closes the gate before finalization begins: it sets g_py_exiting,
+ * then waits, with the GIL released, for the hooks that got in before to leave. A hook
+ * announces itself (g_py_in) before it reads the flag; seq_cst orders the two sides.
+ */
+std::atomic<bool> g_py_exiting{false};
+std::atomic<int> g_py_in{0};
+
+struct PyGate {
+    bool open;
+    PyGate() : open((g_py_in.fetch_add(1), !g_py_exiting.load()))
+    {
+    }
+    ~PyGate()
+    {
+        g_py_in.fetch_sub(1);
+    }
+};
+
+void pythonExiting()
+{
+    g_py_exiting.store(true);
+    py::gil_scoped_release nogil; /* a hook that got in may be waiting for the GIL */
+    while (g_py_in.load() != 0)
+        std::this_thread::yield();
+}
+
 /* A Python callable as an OpHook: takes the GIL, and is released with the GIL held. An
- * exception in the callable is printed, never propagated into ccomm. */
+ * exception in the callable is printed, never propagated into ccomm. Once Python exits the
+ * hook is skipped and the callable is left to the dying interpreter. */
 ccomm_torch::OpHook pyHook(py::function fn)
 {
     auto holder = std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object *o) {
+        PyGate gate;
+        if (!gate.open || !Py_IsInitialized()) return; /* leaked: Python is going away */
         py::gil_scoped_acquire g;
         delete o;
     });
     return [holder](const cc_op_info_t &info) {
+        PyGate gate;
+        if (!gate.open) return;
         py::gil_scoped_acquire g;
         try {
             (*holder)(record(info));
@@ -155,6 +193,8 @@ PYBIND11_MODULE(_C, m)
     });
     m.def("version", []() { return std::string(CC_VERSION_STRING); });
     m.def("has_cuda", []() { return CCOMM_TORCH_CUDA != 0; });
+    m.def("_python_exiting", &pythonExiting,
+          "atexit: from now on ccomm's threads never take the GIL (Python hooks are skipped)");
     /* Tests only: make (or get) the group's communicator of CUDA device `ordinal`, the path a
      * group's first op on a CUDA tensor takes, reachable without a CUDA torch. Collective
      * over the group. Returns the device communicator's name. */
