@@ -49,32 +49,6 @@ static char *name_and(const char *name, const char *rest)
     return s;
 }
 
-/* The signature and identity of an op, common to every op event. */
-static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, uint64_t t)
-{
-    /* Every field is written (no memset): the record is copied whole into the ring. */
-    r->kind = (uint8_t)kind;
-    r->type = (uint8_t)op->type;
-    /* Clamped so the writer can index its name tables without checks of its own. */
-    r->dtype = (uint8_t)((unsigned)op->dtype < CC_DTYPE_COUNT ? op->dtype : CC_DTYPE_COUNT);
-    r->redop = (uint8_t)((unsigned)op->redop < CC_REDOP_COUNT ? op->redop : CC_REDOP_COUNT);
-    r->status = 0;
-    r->root = op->root;
-    r->peer = op->peer;
-    r->rank = op->rank;
-    r->size = op->size;
-    r->op_id = op->op_id;
-    /* One seq column: the number that orders this op among its peers' ops. */
-    r->seq = op_class[op->type] == CLS_P2P ? op->p2p_seq : op->coll_seq;
-    r->comm_id = op->comm_id;
-    /* The door's own timestamp when it has one, so lines agree with the recorder. */
-    r->t_ns = t ? t : cc__now_ns();
-    r->t_ref_ns = 0;
-    r->in_count = op->in_count;
-    r->out_count = op->out_count;
-    r->text = NULL; /* no name: the writer knows it by comm_id (the comm's NEW record) */
-}
-
 static size_t named_hash(uint64_t id)
 {
     return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 56) & (CC__CLOG_NAMED - 1);
@@ -140,14 +114,41 @@ static inline void named(cc_clog_t *c, const cc_op_info_t *op)
     name_comm(c, op);
 }
 
+/* The signature and identity of an op, common to every op event. */
+static void fill_op(struct cc__clog_rec *r, cc_clog_t *c, const cc_op_info_t *op, int kind,
+                    uint64_t t)
+{
+    named(c, op); /* the record names no comm: its new_comm line must come first */
+    /* Every field is written (no memset): the record is copied whole into the ring. */
+    r->kind = (uint8_t)kind;
+    r->type = (uint8_t)op->type;
+    /* Clamped so the writer can index its name tables without checks of its own. */
+    r->dtype = (uint8_t)((unsigned)op->dtype < CC_DTYPE_COUNT ? op->dtype : CC_DTYPE_COUNT);
+    r->redop = (uint8_t)((unsigned)op->redop < CC_REDOP_COUNT ? op->redop : CC_REDOP_COUNT);
+    r->status = 0;
+    r->root = op->root;
+    r->peer = op->peer;
+    r->rank = op->rank;
+    r->size = op->size;
+    r->op_id = op->op_id;
+    /* One seq column: the number that orders this op among its peers' ops. */
+    r->seq = op_class[op->type] == CLS_P2P ? op->p2p_seq : op->coll_seq;
+    r->comm_id = op->comm_id;
+    /* The door's own timestamp when it has one, so lines agree with the recorder. */
+    r->t_ns = t ? t : cc__now_ns();
+    r->t_ref_ns = 0;
+    r->in_count = op->in_count;
+    r->out_count = op->out_count;
+    r->text = NULL; /* no name: the writer knows it by comm_id (the comm's NEW record) */
+}
+
 cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     /* Lifecycle ops get their own lines, at POST (see cc__clog_on_post). */
     if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
-    named(c, op);
     struct cc__clog_rec r;
-    fill_op(&r, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
+    fill_op(&r, c, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
     /* A full ring counts the record itself; nothing to do about it here. */
     cc__clog_ring_push(&c->ring, &r);
     return CC_OK; /* clog never vetoes */
@@ -157,9 +158,8 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
-    named(c, op);
     struct cc__clog_rec r;
-    fill_op(&r, op, CC__CLOG_REC_S, op->t_start_ns);
+    fill_op(&r, c, op, CC__CLOG_REC_S, op->t_start_ns);
     cc__clog_ring_push(&c->ring, &r);
 }
 
@@ -168,9 +168,8 @@ void cc__clog_on_wait(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_W) || is_lifecycle(op->type)) return;
-    named(c, op);
     struct cc__clog_rec r;
-    fill_op(&r, op, CC__CLOG_REC_W, 0);
+    fill_op(&r, c, op, CC__CLOG_REC_W, 0);
     cc__clog_ring_push(&c->ring, &r);
 }
 
@@ -247,9 +246,8 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
         return;
     }
     if (!(c->events & CC_CLOG_E) || is_lifecycle(op->type)) return;
-    named(c, op);
     struct cc__clog_rec r;
-    fill_op(&r, op, CC__CLOG_REC_E, op->t_end_ns);
+    fill_op(&r, c, op, CC__CLOG_REC_E, op->t_end_ns);
     r.status = op->status;
     /* The duration is the time on the wire; a vetoed op never started. */
     r.t_ref_ns = op->t_start_ns ? op->t_start_ns : op->t_enqueue_ns;
@@ -262,7 +260,7 @@ void cc__clog_on_abort(const cc_abort_info_t *info, void *user)
     if (c->events & CC_CLOG_A) {
         struct cc__clog_rec r;
         if (info->op && !is_lifecycle(info->op->type)) {
-            fill_op(&r, info->op, CC__CLOG_REC_A, cc__now_ns());
+            fill_op(&r, c, info->op, CC__CLOG_REC_A, cc__now_ns());
         } else {
             memset(&r, 0, sizeof(r));
             r.kind = CC__CLOG_REC_A;

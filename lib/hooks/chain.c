@@ -24,6 +24,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,9 @@ static _Atomic long g_readers[2];
 /* One per thread that ran hooks; ctr and nest are written by that thread only
  * (and its signal handlers, which restore them before returning). */
 struct reader {
-    _Atomic uint64_t ctr; /* 0 outside any section, else g_gp when the outermost began */
-    unsigned nest;        /* section depth */
-    struct reader *next;  /* g_reader_list, under g_reader_lock */
-    char pad[64 - 2 * sizeof(uint64_t) - sizeof(void *)];
+    alignas(64) _Atomic uint64_t ctr; /* 0 outside any section, else g_gp when it began */
+    unsigned nest;                    /* section depth */
+    struct reader *next;              /* g_reader_list, under g_reader_lock */
 };
 #define READER_TOKEN 2 /* a section on the thread's own record; 0 and 1 are phases */
 
@@ -116,8 +116,10 @@ static struct reader *reader_register(void)
 {
     pthread_once(&g_reader_once, reader_init);
     if (!g_reader_key_ok) return NULL;
-    struct reader *r = calloc(1, sizeof(*r));
+    /* Its own cache line: the op path writes ctr, and no other thread's record shares it. */
+    struct reader *r = aligned_alloc(alignof(struct reader), sizeof(*r));
     if (!r) return NULL;
+    memset(r, 0, sizeof(*r));
     if (pthread_setspecific(g_reader_key, r) != 0) {
         free(r);
         return NULL;

@@ -48,28 +48,22 @@ static const cc__peer_info_t *info_of(const struct cc_window *w, int rank)
 cc_status_t cc__wtcp_listen(struct cc_window *w, int *lfd, uint16_t *port, uint64_t *token)
 {
     const char *addr = info_of(w, w->rank)->addr;
-    struct sockaddr_storage ss;
-    socklen_t sl;
+    int family;
     *lfd = -1;
-    if (cc__tcp_sockaddr(addr, 0, &ss, &sl) != 0) {
+    int fd = cc__tcp_listen(addr, w->n + 8, port, &family);
+    if (fd == -2) {
         cc_log_error(CC_SUBSYS_TCP,
                      "cc_window_create: this rank's socket address \"%s\" is not "
                      "a numeric IP address",
                      addr);
         return CC_ERR_INVALID_ARG;
     }
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd >= 0) cc__tcp_sockopts(fd); /* before listen: accepted sockets inherit them */
-    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, w->n + 8) != 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
-        getrandom(token, sizeof(*token), 0) != (ssize_t)sizeof(*token)) {
+    if (fd < 0 || getrandom(token, sizeof(*token), 0) != (ssize_t)sizeof(*token)) {
         cc_log_error(CC_SUBSYS_TCP, "cc_window_create: cannot listen on %s for window %u: %s", addr,
                      w->id, strerror(errno));
         if (fd >= 0) close(fd);
         return CC_ERR_SYSTEM;
     }
-    *port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                          : ((struct sockaddr_in6 *)&ss)->sin6_port);
     *lfd = fd;
     return CC_OK;
 }

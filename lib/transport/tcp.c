@@ -57,29 +57,48 @@ int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, sock
     return -1;
 }
 
-/* The listener exists before the blob exchange, so the blob can carry its port. */
-static cc_status_t listen_on(struct cc__net *net, struct cc__tcp_state *ts, cc__peer_info_t *mine)
+int cc__tcp_listen(const char *ip, int backlog, uint16_t *port, int *family)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    if (cc__tcp_sockaddr(net->listen_addr, 0, &ss, &sl) != 0) {
+    if (cc__tcp_sockaddr(ip, 0, &ss, &sl) != 0) return -2;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    cc__tcp_sockopts(fd);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    *family = ss.ss_family;
+    *port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                          : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+/* The listener exists before the blob exchange, so the blob can carry its port. */
+static cc_status_t listen_on(struct cc__net *net, struct cc__tcp_state *ts, cc__peer_info_t *mine)
+{
+    int family = 0;
+    uint16_t port = 0;
+    ts->lfd = cc__tcp_listen(net->listen_addr, SOMAXCONN, &port, &family);
+    if (ts->lfd == -2) {
+        ts->lfd = -1;
         cc_log_error(CC_SUBSYS_TCP,
                      "tcp: socket address \"%s\" is not a numeric IPv4 or IPv6 address "
                      "(CCOMM_SOCKET_ADDR)",
                      net->listen_addr);
         return CC_ERR_INVALID_ARG;
     }
-    ts->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (ts->lfd >= 0) cc__tcp_sockopts(ts->lfd);
-    if (ts->lfd < 0 || bind(ts->lfd, (struct sockaddr *)&ss, sl) != 0 ||
-        listen(ts->lfd, SOMAXCONN) != 0 || getsockname(ts->lfd, (struct sockaddr *)&ss, &sl) != 0) {
+    if (ts->lfd < 0) {
         cc_log_error(CC_SUBSYS_TCP, "tcp: cannot listen on %s: %s", net->listen_addr,
                      strerror(errno));
         return errno == EADDRINUSE ? CC_ERR_BUSY : CC_ERR_SYSTEM;
     }
-    mine->family = ss.ss_family;
-    mine->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                               : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    mine->family = family;
+    mine->port = port;
     /* A numeric address that parsed is at most 45 characters long. */
     memcpy(mine->addr, net->listen_addr, sizeof(mine->addr) - 1);
     return CC_OK;

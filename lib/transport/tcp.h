@@ -104,6 +104,10 @@ static inline struct cc__tcp_state *cc__tcp(struct cc__net *net)
 /* tcp.c */
 void cc__tcp_sockopts(int fd);
 int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len);
+/* A non-blocking listener on numeric address `ip`, the port chosen by the kernel, with
+ * cc__tcp_sockopts (accepted sockets inherit them). Returns its fd and sets *port and
+ * *family; -2 when ip is not a numeric IPv4/IPv6 address; -1 with errno on a socket error. */
+int cc__tcp_listen(const char *ip, int backlog, uint16_t *port, int *family);
 void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause, cc__req_t *req);
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on);
 /* tcp_rndv.c */

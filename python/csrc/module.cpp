@@ -114,9 +114,11 @@ std::atomic<bool> g_py_exiting{false};
 std::atomic<int> g_py_in{0};
 
 struct PyGate {
-    bool open;
-    PyGate() : open((g_py_in.fetch_add(1), !g_py_exiting.load()))
+    bool open = false;
+    PyGate()
     {
+        g_py_in.fetch_add(1); /* announce first, then look: pythonExiting waits for us */
+        open = !g_py_exiting.load();
     }
     ~PyGate()
     {
