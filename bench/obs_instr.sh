@@ -7,7 +7,7 @@
 # is the cost of one op, so init and teardown cancel out. The op's own
 # thread (the hot path) and the other threads (clog's writer, which formats
 # off the path) are counted apart, and the functions that cost the most per
-# op on the hot path are listed.
+# op on the hot path, and on the other threads, are listed.
 #
 #   bench/obs_instr.sh                 N = 1000
 #   bench/obs_instr.sh --ops 2000 --top 20 --build build-rel
@@ -134,3 +134,13 @@ awk -v d=$((BIG - OPS)) '
     FILENAME ~ /off\.b$/ { fb[$1] = $2; k[$1] = 1 }
     END { for (f in k) { x = ((ob[f] - oa[f]) - (fb[f] - fa[f])) / d; if (x >= 1) printf "  %7.0f  %s\n", x, f } }' \
     "$TMP/on.a" "$TMP/on.b" "$TMP/off.a" "$TMP/off.b" | sort -rn | head -n "$TOP"
+
+# The writer (and any other thread of the rank): what clog's formatting costs, per op.
+echo "obs_instr: on the other threads (clog's writer), the functions that cost the most per op"
+self_costs $(rank_files "$TMP/on.$OPS" other) >"$TMP/other.a"
+self_costs $(rank_files "$TMP/on.$BIG" other) >"$TMP/other.b"
+awk -v d=$((BIG - OPS)) '
+    FILENAME ~ /other\.a$/ { a[$1] = $2; k[$1] = 1 }
+    FILENAME ~ /other\.b$/ { b[$1] = $2; k[$1] = 1 }
+    END { for (f in k) { x = (b[f] - a[f]) / d; if (x >= 1) printf "  %7.0f  %s\n", x, f } }' \
+    "$TMP/other.a" "$TMP/other.b" | sort -rn | head -n "$TOP"
