@@ -106,13 +106,11 @@ cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user, void **tok
     int slot = cc__fr_comm_find(info->comm_id);
     /* COMM_INIT re-registers: a comm id may come back after its destroy. */
     if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
-    cc__fr_entry_t e;
     /* The door stamps its ops; the clock is read only for direct callers. */
     uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
-    cc__fr_entry_fill(&e, info, slot, my_tid(), t);
     uint64_t frames[CC__FR_MAX_FRAMES];
-    if (r->stack_depth) e.nframes = (uint8_t)cc__fr_stack_capture(frames, r->stack_depth);
-    *token = (void *)(uintptr_t)cc__fr_ring_pre(r, &e, frames);
+    unsigned nframes = r->stack_depth ? cc__fr_stack_capture(frames, r->stack_depth) : 0;
+    *token = (void *)(uintptr_t)cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
     if (is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
     (void)user;

@@ -115,13 +115,13 @@ static inline void put_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
+/* Everything but the name fields: lines 0-1 and line 2 up to `algorithm`,
+ * into e, whose first CC__FR_FIXED_BYTES are zero. */
+#define CC__FR_FIXED_BYTES offsetof(cc__fr_entry_t, algorithm)
+
+static void fill_fixed(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
                        uint64_t t_enqueue_ns)
 {
-    /* Built in the caller's memory, before any slot is held: the seqlock is
-     * then held only for the stores. Zeroed so reserved bytes stay zero
-     * (later minor versions read zero as "absent"). */
-    memset(e, 0, sizeof(*e));
     e->op_id = info->op_id;
     e->comm_id = info->comm_id;
     e->coll_seq = info->coll_seq;
@@ -146,10 +146,111 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
     e->redop = (unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop : CC_REDOP_COUNT;
     e->state = CC__FR_SCHEDULED;
     e->status = CC_INPROGRESS;
+}
+
+void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
+                       uint64_t t_enqueue_ns)
+{
+    /* Built in the caller's memory, before any slot is held: the seqlock is
+     * then held only for the stores. Zeroed so reserved bytes stay zero
+     * (later minor versions read zero as "absent"). */
+    memset(e, 0, sizeof(*e));
+    fill_fixed(e, info, comm_slot, tid, t_enqueue_ns);
     /* Known at PRE only for some ops; START and POST fill them in later. */
     put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
     put_str(e->transport, sizeof(e->transport), info->transport);
     put_str(e->engine, sizeof(e->engine), info->engine);
+}
+
+/*
+ * What a slot's name fields (algorithm, transport, engine) hold, so that a
+ * write can skip what is there already. p[k] is the pointer whose string
+ * field k holds, NUL-padded; NULL: the field is all zeros; UNKNOWN_NAME:
+ * anything (a whole entry was copied in). Bit k of `cut`: a PRE since set
+ * only the field's first byte to NUL, so it reads "" and the rest is still
+ * p[k]'s (readers stop at the first NUL); storing p[k][0] there again makes
+ * it whole. A new ring file is all zeros, and calloc makes every p[k] NULL:
+ * the cache starts true.
+ */
+struct cc__fr_slot_names {
+    const char *p[3];
+    uint32_t cut;
+};
+
+enum { NAME_ALGORITHM, NAME_TRANSPORT, NAME_ENGINE };
+static const char UNKNOWN_NAME[] = "?";
+
+static inline char *name_field(cc__fr_entry_t *e, int k, size_t *cap)
+{
+    switch (k) {
+    case NAME_ALGORITHM: *cap = sizeof(e->algorithm); return e->algorithm;
+    case NAME_TRANSPORT: *cap = sizeof(e->transport); return e->transport;
+    default: *cap = sizeof(e->engine); return e->engine;
+    }
+}
+
+static inline struct cc__fr_slot_names *names_of(const cc__fr_ring_t *r, uint64_t rid)
+{
+    return r->names + slot_index(r, rid);
+}
+
+/* A string field is rewritten whole (NUL padding included) so a shorter
+ * name never leaves the tail of a longer one behind. */
+static void store_str_field(void *dst, size_t cap, const char *src)
+{
+    char buf[32];
+    memset(buf, 0, sizeof(buf));
+    put_str(buf, cap, src);
+    cc__fr_store_words(dst, buf, cap);
+}
+
+/* Make name field k of slot e hold q (not NULL), storing only what differs. Slot held. */
+static inline void set_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int k, const char *q)
+{
+    size_t cap;
+    char *dst = name_field(e, k, &cap);
+    uint32_t bit = 1u << k;
+    if (q == nm->p[k]) {
+        /* The same string, whole, or cut by a PRE: then its first byte comes back. */
+        if (nm->cut & bit) __atomic_store_n(dst, q[0], __ATOMIC_RELEASE);
+        nm->cut &= ~bit;
+        return;
+    }
+    store_str_field(dst, cap, q);
+    nm->p[k] = q;
+    nm->cut &= ~bit;
+}
+
+/* A PRE with no name for field k: the field must read "", one byte will do. Slot held. */
+static inline void cut_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int k)
+{
+    size_t cap;
+    char *dst = name_field(e, k, &cap);
+    if (!nm->p[k] || (nm->cut & (1u << k))) return;
+    if (nm->p[k] == UNKNOWN_NAME) { /* no string known to be the rest: zero it all */
+        store_str_field(dst, cap, NULL);
+        nm->p[k] = NULL;
+        return;
+    }
+    __atomic_store_n(dst, (char)0, __ATOMIC_RELEASE);
+    nm->cut |= 1u << k;
+}
+
+/* A PRE's name for field k: the op's, or "". */
+static inline void pre_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int k, const char *q)
+{
+    if (q)
+        set_name(e, nm, k, q);
+    else
+        cut_name(e, nm, k);
+}
+
+/* The next op's slot, for writing: its lines arrive while this op runs. */
+static inline void prefetch_slot(const cc__fr_ring_t *r, uint64_t rid)
+{
+    const unsigned char *p = (const unsigned char *)slot_of(r, rid);
+    for (size_t off = 0; off < CC__FR_ENTRY_BYTES; off += 64)
+        __builtin_prefetch(p + off, 1, 3);
 }
 
 uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames)
@@ -171,12 +272,67 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
         /* Everything after seq, in one pass of word stores: every word is
          * rewritten, so nothing of the slot's previous op survives. */
         cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
-        const char **nm = r->names + 2 * slot_index(r, rid);
-        nm[0] = nm[1] = NULL; /* the strings just stored came from no known pointer */
+        struct cc__fr_slot_names *nm = names_of(r, rid);
+        /* The strings just stored came from no known pointer. */
+        nm->p[0] = nm->p[1] = nm->p[2] = UNKNOWN_NAME;
+        nm->cut = 0;
         uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
         for (unsigned i = 0; i < e->nframes; i++)
             st(f + i, frames[i]);
         slot_unlock(slot, s, 1);
+        return rid;
+    }
+    return 0;
+}
+
+/* The fixed part after seq, word by word (a constant count: unrolled, no call). */
+static inline void store_fixed(cc__fr_entry_t *slot, const cc__fr_entry_t *e)
+{
+    uint64_t *d = (uint64_t *)(void *)slot;
+    const unsigned char *s = (const unsigned char *)e;
+#pragma GCC unroll 20
+    for (size_t i = 1; i < CC__FR_FIXED_BYTES / 8; i++) {
+        uint64_t w;
+        memcpy(&w, s + 8 * i, 8);
+        st(d + i, w);
+    }
+}
+
+uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
+                            uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
+                            unsigned nframes)
+{
+    /* Only the fixed part is built here; the name fields go straight to the slot. */
+    cc__fr_entry_t e;
+    memset(&e, 0, CC__FR_FIXED_BYTES);
+    fill_fixed(&e, info, comm_slot, tid, t_enqueue_ns);
+    e.nframes = (uint8_t)(nframes < r->stack_depth ? nframes : r->stack_depth);
+    for (int t = 0; t < CLAIM_TRIES; t++) {
+        /* As in cc__fr_ring_pre. */
+        uint64_t rid = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
+        cc__fr_entry_t *slot = slot_of(r, rid);
+        uint64_t s = slot_lock(slot, SPINS_CLAIM);
+        if (s & 1) {
+            count(&r->hdr->skipped);
+            continue;
+        }
+        e.record_id = rid;
+        store_fixed(slot, &e);
+        /* Every word of the slot is rewritten or known to be right: nothing of
+         * its previous op is visible. */
+        struct cc__fr_slot_names *nm = names_of(r, rid);
+        pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
+        pre_name(slot, nm, NAME_TRANSPORT, info->transport);
+        pre_name(slot, nm, NAME_ENGINE, info->engine);
+        st(&slot->gpu_start_ns, 0);
+        st(&slot->gpu_end_ns, 0);
+        /* Reads ""; the GPU path writes the field whole. */
+        __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
+        uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
+        for (unsigned i = 0; i < e.nframes; i++)
+            st(f + i, frames[i]);
+        slot_unlock(slot, s, 1);
+        prefetch_slot(r, rid + 1);
         return rid;
     }
     return 0;
@@ -191,16 +347,6 @@ struct flags_word {
     uint32_t flags;
     uint32_t end_tid;
 };
-
-/* A string field is rewritten whole (NUL padding included) so a shorter
- * name never leaves the tail of a longer one behind. */
-static void store_str_field(void *dst, size_t cap, const char *src)
-{
-    char buf[32];
-    memset(buf, 0, sizeof(buf));
-    put_str(buf, cap, src);
-    cc__fr_store_words(dst, buf, cap);
-}
 
 int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
 {
@@ -239,15 +385,9 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
         st(&e->flags, w);
     }
     /* POST repeats START's names: the same pointer is the same string, already stored. */
-    const char **nm = r->names + 2 * slot_index(r, rid);
-    if (u->algorithm && u->algorithm != nm[0]) {
-        store_str_field(e->algorithm, sizeof(e->algorithm), u->algorithm);
-        nm[0] = u->algorithm;
-    }
-    if (u->transport && u->transport != nm[1]) {
-        store_str_field(e->transport, sizeof(e->transport), u->transport);
-        nm[1] = u->transport;
-    }
+    struct cc__fr_slot_names *nm = names_of(r, rid);
+    if (u->algorithm) set_name(e, nm, NAME_ALGORITHM, u->algorithm);
+    if (u->transport) set_name(e, nm, NAME_TRANSPORT, u->transport);
     /* Read under the lock: the caller moves this comm's pg_status. */
     int comm_slot = e->comm_slot;
     slot_unlock(e, s, 1);
@@ -472,9 +612,9 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     struct layout l;
     plan(p, &l);
     /* The names cache lives and dies with the struct (see ring.h). */
-    cc__fr_ring_t *r = calloc(1, sizeof(*r) + 2 * (size_t)p->capacity * sizeof(const char *));
+    cc__fr_ring_t *r = calloc(1, sizeof(*r) + (size_t)p->capacity * sizeof(*r->names));
     if (!r) return CC_ERR_NO_MEMORY;
-    r->names = (const char **)(void *)(r + 1);
+    r->names = (struct cc__fr_slot_names *)(void *)(r + 1);
     r->fd = -1;
     cc_status_t st = map_file(r, path, l.file_size);
     if (st != CC_OK) {

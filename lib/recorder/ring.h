@@ -43,12 +43,12 @@ typedef struct cc__fr_ring {
     uint32_t mask; /* capacity - 1 when a power of two, else 0 */
     uint32_t entry_size;
     uint32_t stack_depth;
-    /* Process-private, allocated with the struct: per slot, the algorithm and
-     * transport pointers whose strings the slot holds (NULL: unknown). The
-     * names come from the engines' static tables, so an equal pointer means
-     * an equal string and an update may skip the store. Written under the
-     * slot's seqlock only; a forked child drops the ring, and this with it. */
-    const char **names;
+    /* Process-private, allocated with the struct: per slot, what its name
+     * fields hold (ring.c, struct cc__fr_slot_names). The names come from the
+     * engines' static tables, so an equal pointer means an equal string and a
+     * write may skip the store. Written under the slot's seqlock only; a
+     * forked child drops the ring, and this with it. */
+    struct cc__fr_slot_names *names;
     size_t size; /* bytes mapped */
     int fd;      /* open only while the file is created */
     char path[PATH_MAX];
@@ -95,6 +95,17 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
  * or 0 when no slot could be taken (counted in hdr->skipped).
  */
 uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames);
+
+/*
+ * PRE of an op, as cc__fr_entry_fill + cc__fr_ring_pre give it, written in
+ * place: the recorder's path. Name fields the slot already holds (the same
+ * engine as the op that used the slot before) are not stored again, and a
+ * field the op has no name for yet gets one zero word, not a whole field.
+ * `nframes` words of `frames` (clamped to the stack depth).
+ */
+uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
+                            uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
+                            unsigned nframes);
 
 /* What START and POST change. Strings are borrowed; NULL leaves the field. */
 typedef struct cc__fr_update {

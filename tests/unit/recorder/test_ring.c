@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "rec_util.h"
@@ -357,6 +358,101 @@ static void test_names_cache(void **state)
     cc__fr_ring_destroy(r);
 }
 
+/* Field `f` of slot 0 is exactly `want`, NUL-padded to `cap` bytes (no tail of an older name). */
+static void assert_field(const char *f, size_t cap, const char *want)
+{
+    char pad[32] = {0};
+    memcpy(pad, want, strlen(want));
+    assert_memory_equal(f, pad, cap);
+}
+
+/*
+ * The recorder's PRE (cc__fr_ring_pre_op) writes names in place: it stores a
+ * name only when the slot holds another, and a field the op has no name for
+ * yet gets its first byte zeroed (reads ""), which START undoes when its name
+ * is the one the slot held. Every op must still read exactly its own names.
+ */
+static void test_names_in_place(void **state)
+{
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof(path), "%s/inplace.ccfr", rec_dir);
+    cc__fr_ring_params_t p = {.capacity = 1, .comm_capacity = 2, .rank_capacity = 4,
+                              .rank = 0, .world_size = 2, .host = "h", .job_id = "j"};
+    cc__fr_ring_t *r = NULL;
+    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    static const char longer[] = "recursive_doubling", rd[] = "rd", shm[] = "shm",
+                      native[] = "native", nccl[] = "nccl", abc[] = "abc";
+    const cc__fr_entry_t *e = (const cc__fr_entry_t *)(const void *)r->slots;
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 3, 1, 1);
+    op.info.algorithm = op.info.transport = NULL;
+    op.info.engine = native;
+    cc__fr_update_t start = {.state = CC__FR_STARTED, .t_start_ns = 6, .algorithm = longer,
+                             .transport = shm};
+
+    uint64_t rid = cc__fr_ring_pre_op(r, &op.info, -1, 1, 5, NULL, 0);
+    assert_field(e->engine, sizeof(e->engine), "native");
+    assert_field(e->algorithm, sizeof(e->algorithm), "");
+    cc__fr_ring_update(r, rid, &start);
+    assert_field(e->algorithm, sizeof(e->algorithm), "recursive_doubling");
+    assert_field(e->transport, sizeof(e->transport), "shm");
+    assert_int_equal(cc__fr_ring_gpu(r, rid, 10, 20, "cupti"), 0);
+
+    /* The slot again: no name yet reads "", the GPU fields are the new op's (none). */
+    rid = cc__fr_ring_pre_op(r, &op.info, -1, 1, 7, NULL, 0);
+    assert_int_equal(e->state, CC__FR_SCHEDULED);
+    assert_string_equal(e->algorithm, "");
+    assert_string_equal(e->transport, "");
+    assert_string_equal(e->gpu_kernel, "");
+    assert_int_equal(e->gpu_start_ns, 0);
+    assert_field(e->engine, sizeof(e->engine), "native");
+    cc__fr_ring_update(r, rid, &start); /* the names the slot held: whole again */
+    assert_field(e->algorithm, sizeof(e->algorithm), "recursive_doubling");
+    assert_field(e->transport, sizeof(e->transport), "shm");
+
+    /* A shorter name leaves nothing of the longer one. */
+    rid = cc__fr_ring_pre_op(r, &op.info, -1, 1, 8, NULL, 0);
+    start.algorithm = rd;
+    cc__fr_ring_update(r, rid, &start);
+    assert_field(e->algorithm, sizeof(e->algorithm), "rd");
+
+    /* Names known at PRE, and a new engine. */
+    op.info.algorithm = rd;
+    op.info.engine = nccl;
+    rid = cc__fr_ring_pre_op(r, &op.info, -1, 1, 9, NULL, 0);
+    assert_field(e->algorithm, sizeof(e->algorithm), "rd");
+    assert_string_equal(e->transport, ""); /* cut: the rest is the old name's */
+    assert_field(e->engine, sizeof(e->engine), "nccl");
+
+    /* After a whole entry was copied in (cc__fr_ring_pre), nothing is assumed. */
+    cc__fr_entry_t whole;
+    op.info.algorithm = abc;
+    cc__fr_entry_fill(&whole, &op.info, -1, 1, 10);
+    cc__fr_ring_pre(r, &whole, NULL);
+    assert_field(e->algorithm, sizeof(e->algorithm), "abc");
+    op.info.algorithm = NULL;
+    op.info.engine = nccl;
+    rid = cc__fr_ring_pre_op(r, &op.info, -1, 1, 11, NULL, 0);
+    assert_field(e->algorithm, sizeof(e->algorithm), ""); /* zeroed whole: no known rest */
+    assert_field(e->engine, sizeof(e->engine), "nccl");
+    start.algorithm = longer;
+    cc__fr_ring_update(r, rid, &start);
+    assert_field(e->algorithm, sizeof(e->algorithm), "recursive_doubling");
+
+    /* A reader takes every entry written this way (names terminated, no torn words). */
+    cc__fr_ring_destroy(r);
+    cc__fr_reader_t *rdr = NULL;
+    cc__fr_snapshot_t *snap = NULL;
+    assert_int_equal(cc__fr_reader_open(path, &rdr, NULL, 0), CC_OK);
+    assert_int_equal(cc__fr_reader_snapshot(rdr, &snap, NULL, 0), CC_OK);
+    assert_int_equal(snap->nentries, 1);
+    assert_int_equal(snap->ntorn + snap->ncorrupt, 0);
+    assert_string_equal(cc__fr_snap_entry(snap, 0)->algorithm, "recursive_doubling");
+    cc__fr_snapshot_free(snap);
+    cc__fr_reader_close(rdr);
+}
+
 static void test_recorder_off(void **state)
 {
     (void)state;
@@ -452,6 +548,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_ring_prefaulted, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_names_cache, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_names_in_place, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_subscribed_token, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
