@@ -1,4 +1,4 @@
-/* clock.h - monotonic and realtime clocks in nanoseconds (vDSO, no syscall). */
+/* clock.h - monotonic and realtime clocks in nanoseconds (vDSO or TSC, no syscall). */
 #ifndef CC_BASE_CLOCK_H
 #define CC_BASE_CLOCK_H
 
@@ -11,6 +11,27 @@ static inline uint64_t cc__now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/*
+ * Op time stamps (the door's enqueue, start and end): CLOCK_MONOTONIC's
+ * nanoseconds, read from the TSC where it is invariant and the kernel keeps
+ * time with it (clock.c: a line through the TSC, redrawn every half second,
+ * within microseconds of CLOCK_MONOTONIC and never going back), else
+ * cc__now_ns. A stamp costs a TSC read and a multiply instead of the vDSO's
+ * clock_gettime. Any thread; not in signal handlers (use cc__now_ns there).
+ */
+uint64_t cc__stamp_ns(void);
+
+/* Once per process, before ops are stamped (the first communicator's
+ * services): allow_tsc 0 (CCOMM_CLOCK=monotonic) keeps clock_gettime. The
+ * TSC line is drawn 20 ms later; stamps come from clock_gettime until then. */
+void cc__clock_init(int allow_tsc);
+
+/* What stamps come from: "tsc" or "monotonic". */
+const char *cc__clock_source(void);
+
+/* Tests: move the TSC line by ns (it is redrawn at the next stamp). */
+void cc__clock_test_shift(int64_t ns);
 
 static inline uint64_t cc__realtime_ns(void)
 {

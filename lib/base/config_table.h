@@ -29,6 +29,7 @@
 #define CC__CFG_SUBSYS_CHOICE(name) , #name
 #define CC__CHOICES_LOG_SUBSYS      "ALL" CC__SUBSYS_MAP(CC__CFG_SUBSYS_CHOICE)
 #define CC__CHOICES_TRANSPORT       "auto", "tcp"
+#define CC__CHOICES_CLOCK           "auto", "monotonic"
 #define CC__CHOICES_DUMP_SIGNAL                                                                    \
     "NONE", "SIGUSR1", "SIGUSR2", "SIGHUP", "SIGPWR", "SIGURG", "USR1=SIGUSR1", "USR2=SIGUSR2",    \
         "HUP=SIGHUP"
@@ -97,6 +98,11 @@
     /* communicators and transports */                                                             \
     X(TRANSPORT, transport, ENUM, "auto",                                                          \
       "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere.", 0) \
+    X(CLOCK, clock, ENUM, "auto",                                                                  \
+      "What op time stamps are read from. auto: the TSC where it is invariant and the kernel's "   \
+      "clocksource is tsc (a stamp costs a third of clock_gettime; it stays within microseconds "  \
+      "of CLOCK_MONOTONIC), else CLOCK_MONOTONIC; monotonic: always clock_gettime.",               \
+      0)                                                                                           \
     X(TIMEOUT, timeout, INT, "600",                                                                \
       "Default deadline of every operation, in seconds; a communicator's config or an op's "       \
       "options may set another.",                                                                  \

@@ -91,7 +91,7 @@ void cc__op_started_at(cc__op_t *op, uint64_t t_ns)
 {
     int expect = CC__OP_SCHEDULED;
     if (!atomic_compare_exchange_strong(&op->state, &expect, CC__OP_STARTED)) return;
-    op->info.t_start_ns = t_ns ? t_ns : cc__now_ns();
+    op->info.t_start_ns = t_ns ? t_ns : cc__stamp_ns();
     cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info, &op->tokens);
 }
 
@@ -133,7 +133,7 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
 {
     cc_comm_t *comm = op->comm;
     release(op, status);
-    op->info.t_end_ns = t_ns ? t_ns : cc__now_ns();
+    op->info.t_end_ns = t_ns ? t_ns : cc__stamp_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
     atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
@@ -146,7 +146,7 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
 
 void cc__op_member_finished(cc__op_t *op, cc_status_t status)
 {
-    op->info.t_end_ns = cc__now_ns();
+    op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
@@ -157,7 +157,7 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status)
 static cc_status_t end_early(cc__op_t *op, cc_status_t status)
 {
     release(op, status);
-    op->info.t_end_ns = cc__now_ns();
+    op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
     atomic_store(&op->state, CC__OP_DONE);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
@@ -179,7 +179,7 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
     if (opts && opts->timeout_ms > 0) op->info.timeout_ms = opts->timeout_ms;
     if (opts) op->stream = opts->stream;
     assign_identity(op);
-    op->info.t_enqueue_ns = cc__now_ns();
+    op->info.t_enqueue_ns = cc__stamp_ns();
     /* Saturates: a timeout too large for the clock (INT64_MAX ms) means no deadline. */
     op->deadline_ns = cc__deadline_from(op->info.t_enqueue_ns, op->info.timeout_ms);
     atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
@@ -249,7 +249,7 @@ cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t pare
     cc__op_prepare(&op, comm, type);
     op.info.parent_comm_id = parent_id;
     assign_identity(&op);
-    op.info.t_enqueue_ns = cc__now_ns();
+    op.info.t_enqueue_ns = cc__stamp_ns();
     atomic_store(&op.state, CC__OP_SCHEDULED);
     cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op.info, &op.tokens);
     if (st != CC_OK) return end_early(&op, st);

@@ -1,7 +1,9 @@
 /* services.c - start the process-wide services once (see services.h). */
 #include <pthread.h>
+#include <string.h>
 
 #include "clog/clog_internal.h"
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/lttng.h"
@@ -23,6 +25,8 @@ void cc__services_start(cc__world_t *world, int world_rank, int world_size)
     }
     g_started = 1;
     cc__log_set_rank(world_rank);
+    /* Before COMM_INIT is stamped; TSC stamps begin 20 ms later. */
+    cc__clock_init(strcmp(cc__cfg()->clock, "monotonic") != 0);
     cc__lttng_load(); /* CCOMM_LTTNG=1 or LD_PRELOAD: tracepoints subscribe before COMM_INIT */
     /* The recorder first: it must see this world's COMM_INIT pass the door. */
     if (cc__recorder_open(world_rank, world_size, world->job_id) != CC_OK)

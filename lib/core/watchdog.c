@@ -229,8 +229,10 @@ static void check_comm(cc_comm_t *c, uint64_t now)
 {
     uint64_t hb = (uint64_t)cc__cfg()->heartbeat_ms * 1000000ull, limit = 3 * hb + 2000000000ull;
     uint64_t issued = atomic_load(&c->ops_issued), done = atomic_load(&c->ops_done);
+    /* An op stamp (cc__stamp_ns) may lead this clock by a microsecond: no wrap. */
     uint64_t last = atomic_load(&c->last_progress_ns);
-    if (issued == done || now - last < limit || atomic_load(&c->error) != CC_OK) return;
+    if (issued == done || last >= now || now - last < limit || atomic_load(&c->error) != CC_OK)
+        return;
     int *members = malloc((size_t)c->size * sizeof(int)), n = 0;
     if (!members) return;
     for (int r = 0; r < c->size; r++)
