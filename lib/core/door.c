@@ -208,8 +208,9 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
         release(tmpl, err);
         return err;
     }
-    cc__op_t local;
-    cc__op_t *op = &local;
+    /* A blocking op runs in the caller's op itself (it lives until we return): no copy of
+     * its 500 bytes. An async one moves into its work. */
+    cc__op_t *op = tmpl;
     struct cc_work *w = NULL;
     if (work) {
         w = cc__work_new(comm);
@@ -218,8 +219,8 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
             return CC_ERR_NO_MEMORY;
         }
         op = cc__work_op(w);
+        *op = *tmpl;
     }
-    *op = *tmpl;
     op->work = w;
     cc_status_t st = cc__door_admit(op, opts);
     if (st != CC_OK) {

@@ -9,7 +9,9 @@
 void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type);
 
 /*
- * Issue a validated op built from `tmpl`: identity, PRE chain, engine.
+ * Issue a validated op built from `tmpl`: identity, PRE chain, engine. A
+ * blocking call (work == NULL) runs the op in *tmpl itself, which must live
+ * until the call returns; an async one copies it into the work.
  * tmpl->release (if any) runs exactly once on every path, refusals included.
  * work == NULL blocks until the op finished and returns its status;
  * otherwise *work is set on CC_OK. Ops of a broken comm are refused with
