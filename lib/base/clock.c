@@ -173,7 +173,7 @@ static void reanchor(uint64_t c0, uint64_t t0, uint64_t mult)
         return;
     }
     /* Gain err over the next period: slope f + err / period, clamped. */
-    int64_t corr = (int64_t)(((__int128)err << 32) / (__int128)period);
+    int64_t corr = (int64_t)((__int128)err * ((__int128)1 << 32) / (__int128)period);
     int64_t lim = (int64_t)(f / MAX_SLEW);
     if (corr > lim) corr = lim;
     if (corr < -lim) corr = -lim;
