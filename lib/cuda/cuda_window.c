@@ -84,8 +84,8 @@ static int64_t ms_left(uint64_t deadline_ns)
     return deadline_ns > now ? (int64_t)((deadline_ns - now) / 1000000u) + 1 : 1;
 }
 
-static cc_status_t round_(cc__cnat_t *x, unsigned id, const char *step, const void *mine,
-                          void *all, size_t len, uint64_t deadline_ns)
+static cc_status_t round_(cc__cnat_t *x, unsigned id, const char *step, const void *mine, void *all,
+                          size_t len, uint64_t deadline_ns)
 {
     char name[48];
     snprintf(name, sizeof(name), "cuda_win/%u/%s", id, step);
@@ -93,8 +93,7 @@ static cc_status_t round_(cc__cnat_t *x, unsigned id, const char *step, const vo
 }
 
 /* Device memory of this communicator's device, or CC_ERR_INVALID_ARG naming it. */
-static cc_status_t device_mem(const cc__cnat_t *x, const void *p, const char *what,
-                              const char *fn)
+static cc_status_t device_mem(const cc__cnat_t *x, const void *p, const char *what, const char *fn)
 {
     struct cudaPointerAttributes a;
     memset(&a, 0, sizeof(a));
@@ -104,13 +103,19 @@ static cc_status_t device_mem(const cc__cnat_t *x, const void *p, const char *wh
     }
     if (a.type == cudaMemoryTypeDevice && a.device == x->device) return CC_OK;
     if (a.type == cudaMemoryTypeDevice)
-        cc_log_error(CC_SUBSYS_CUDA, "%s: %s %p is memory of device %d; communicator %s is on "
-                     "device %d", fn, what, p, a.device, x->name, x->device);
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "%s: %s %p is memory of device %d; communicator %s is on "
+                     "device %d",
+                     fn, what, p, a.device, x->name, x->device);
     else
-        cc_log_error(CC_SUBSYS_CUDA, "%s: %s %p is %s memory; a window of device communicator "
-                     "%s needs device memory of device %d (cudaMalloc)", fn, what, p,
-                     a.type == cudaMemoryTypeManaged ? "managed" :
-                     a.type == cudaMemoryTypeHost ? "pinned host" : "host", x->name, x->device);
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "%s: %s %p is %s memory; a window of device communicator "
+                     "%s needs device memory of device %d (cudaMalloc)",
+                     fn, what, p,
+                     a.type == cudaMemoryTypeManaged ? "managed"
+                     : a.type == cudaMemoryTypeHost  ? "pinned host"
+                                                     : "host",
+                     x->name, x->device);
     return CC_ERR_INVALID_ARG;
 }
 
@@ -123,8 +128,10 @@ static cc_status_t alloc_start(const cc__cnat_t *x, const char *p, size_t bytes,
     cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &sym, 12000,
                                                      cudaEnableDefault, &q);
     if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !sym) {
-        cc_log_error(CC_SUBSYS_CUDA, "%s: communicator %s: the driver gives no "
-                     "cuMemGetAddressRange (%s)", fn, x->name, cudaGetErrorString(e));
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "%s: communicator %s: the driver gives no "
+                     "cuMemGetAddressRange (%s)",
+                     fn, x->name, cudaGetErrorString(e));
         return CC_ERR_NOT_SUPPORTED;
     }
     range_fn range;
@@ -134,9 +141,10 @@ static cc_status_t alloc_start(const cc__cnat_t *x, const char *p, size_t bytes,
     CUresult r = range(&b, &len, (CUdeviceptr)(uintptr_t)p);
     size_t off = (size_t)((uintptr_t)p - (uintptr_t)b);
     if (r != CUDA_SUCCESS || off > len || bytes > len - off) {
-        cc_log_error(CC_SUBSYS_CUDA, "%s: base %p + bytes %zu is not inside one device "
-                     "allocation (cuMemGetAddressRange: error %d, %zu bytes from 0x%llx)", fn,
-                     (const void *)p, bytes, (int)r, len, (unsigned long long)b);
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "%s: base %p + bytes %zu is not inside one device "
+                     "allocation (cuMemGetAddressRange: error %d, %zu bytes from 0x%llx)",
+                     fn, (const void *)p, bytes, (int)r, len, (unsigned long long)b);
         return CC_ERR_INVALID_ARG;
     }
     *start = (char *)(uintptr_t)b;
@@ -173,7 +181,8 @@ static cc_status_t publish(cc__cnat_t *x, struct cwin *cw, void *base, size_t by
         cudaError_t e = cudaIpcGetMemHandle(&me->region, start);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            cc_log_error(CC_SUBSYS_CUDA, "cc_window_create: base %p: cudaIpcGetMemHandle: %s (a "
+            cc_log_error(CC_SUBSYS_CUDA,
+                         "cc_window_create: base %p: cudaIpcGetMemHandle: %s (a "
                          "window needs memory from cudaMalloc, not a pool or cudaMallocManaged)",
                          base, cudaGetErrorString(e));
             return CC_ERR_INVALID_ARG;
@@ -191,19 +200,24 @@ static cc_status_t map_peers(cc__cnat_t *x, struct cwin *cw, const struct wblob 
 {
     for (int r = 0; r < x->size; r++) {
         if (r == x->rank) continue;
+        /* Kept only once opened: release() closes what is set. */
+        void *m = NULL, *sig = NULL;
         cudaError_t e = cudaSuccess;
         if (all[r].bytes)
-            e = cudaIpcOpenMemHandle(&cw->map[r], all[r].region, cudaIpcMemLazyEnablePeerAccess);
-        if (e == cudaSuccess) {
-            if (cw->map[r]) cw->base[r] = (char *)cw->map[r] + all[r].offset;
-            e = cudaIpcOpenMemHandle((void **)&cw->peer_sig[r], all[r].sig,
-                                     cudaIpcMemLazyEnablePeerAccess);
+            e = cudaIpcOpenMemHandle(&m, all[r].region, cudaIpcMemLazyEnablePeerAccess);
+        if (e == cudaSuccess && m) {
+            cw->map[r] = m;
+            cw->base[r] = (char *)m + all[r].offset;
         }
+        if (e == cudaSuccess)
+            e = cudaIpcOpenMemHandle(&sig, all[r].sig, cudaIpcMemLazyEnablePeerAccess);
+        if (e == cudaSuccess) cw->peer_sig[r] = sig;
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            cc_log_error(CC_SUBSYS_CUDA, "cc_window_create: communicator %s: rank %d cannot map "
-                         "rank %d's window (device %d -> %d): %s", x->name, x->rank, r,
-                         x->device, all[r].device, cudaGetErrorString(e));
+            cc_log_error(CC_SUBSYS_CUDA,
+                         "cc_window_create: communicator %s: rank %d cannot map "
+                         "rank %d's window (device %d -> %d): %s",
+                         x->name, x->rank, r, x->device, all[r].device, cudaGetErrorString(e));
             return CC_ERR_NOT_SUPPORTED;
         }
     }
@@ -283,9 +297,10 @@ cc_status_t cc__cwin_destroy(void *state, struct cc_window *win, uint64_t deadli
     if (st == CC_OK && dev == CC_OK) {
         release(x, cw);
     } else {
-        cc_log_error(CC_SUBSYS_CUDA, "cc_window_destroy: window %u of communicator %s: ops still "
-                     "in flight (%s): its device mappings are left open", win->id, x->name,
-                     cc_status_name(st != CC_OK ? st : dev));
+        cc_log_error(CC_SUBSYS_CUDA,
+                     "cc_window_destroy: window %u of communicator %s: ops still "
+                     "in flight (%s): its device mappings are left open",
+                     win->id, x->name, cc_status_name(st != CC_OK ? st : dev));
         free(cw);
     }
     free(win->sizes);
@@ -316,8 +331,10 @@ static cc_status_t flush(cc__cnat_t *x, cc__op_t *op, void *stream)
         if (ab != CC_OK) return ab;
         if (cc__now_ns() >= op->deadline_ns) {
             op->waited_peer = op->info.peer;
-            cc_log_error(CC_SUBSYS_CUDA, "window_flush to rank %d on communicator %s: the stream "
-                         "is still busy at the deadline", op->info.peer, x->name);
+            cc_log_error(CC_SUBSYS_CUDA,
+                         "window_flush to rank %d on communicator %s: the stream "
+                         "is still busy at the deadline",
+                         op->info.peer, x->name);
             return CC_ERR_TIMEOUT;
         }
         if (i > 64) nanosleep(&nap, NULL);
@@ -345,7 +362,9 @@ cc_status_t cc__cwin_issue(cc__cnat_t *x, cc__op_t *op, void *stream)
     case CC_OP_WIN_WAIT_SIGNAL:
         op->waited_peer = peer; /* the only rank it can wait for: named if it times out */
         return cc__cnat_wait_word(x, cw->sig + peer, op->info.in_count, stream);
-    case CC_OP_WIN_FLUSH: return flush(x, op, stream);
-    default: return CC_ERR_INTERNAL;
+    case CC_OP_WIN_FLUSH:
+        return flush(x, op, stream);
+    default:
+        return CC_ERR_INTERNAL;
     }
 }

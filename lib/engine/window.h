@@ -28,21 +28,21 @@ struct cc__native;
 struct cc__wtcp;
 
 struct cc_window {
-    uint64_t magic;           /* CC__WIN_LIVE, or CC__WIN_DEAD after destroy (core) */
-    struct cc_comm *comm;     /* (core) */
-    struct cc__native *nc;    /* native engine: its state */
-    int rank, n;              /* this rank and the comm's size (core) */
-    unsigned id;              /* per-communicator window number, same on every rank (engine) */
-    int *pids;                /* native: by rank */
-    uint64_t *bases;          /* native: registered addresses in each rank's address space */
-    uint64_t *sizes;          /* registered bytes by rank (engine; the door's bound) */
-    void *seg;                /* native: the signal segment, or NULL for a one-rank comm */
+    uint64_t magic;        /* CC__WIN_LIVE, or CC__WIN_DEAD after destroy (core) */
+    struct cc_comm *comm;  /* (core) */
+    struct cc__native *nc; /* native engine: its state */
+    int rank, n;           /* this rank and the comm's size (core) */
+    unsigned id;           /* per-communicator window number, same on every rank (engine) */
+    int *pids;             /* native: by rank */
+    uint64_t *bases;       /* native: registered addresses in each rank's address space */
+    uint64_t *sizes;       /* registered bytes by rank (engine; the door's bound) */
+    void *seg;             /* native: the signal segment, or NULL for a one-rank comm */
     size_t seg_len;
-    size_t block;             /* native: bytes from one target's counters to the next */
-    struct cc_window *next;   /* the tombstone list (core) */
-    struct cc__wtcp *tcp;     /* native: a TCP-class comm's connections and progress thread
-                                 (native/window_tcp.h), or NULL on shared memory */
-    void *eng;                /* a plugin engine's own window, or NULL */
+    size_t block;           /* native: bytes from one target's counters to the next */
+    struct cc_window *next; /* the tombstone list (core) */
+    struct cc__wtcp *tcp;   /* native: a TCP-class comm's connections and progress thread
+                               (native/window_tcp.h), or NULL on shared memory */
+    void *eng;              /* a plugin engine's own window, or NULL */
 };
 
 #endif /* CC_ENGINE_WINDOW_H */

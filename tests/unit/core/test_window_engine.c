@@ -56,7 +56,8 @@ static cc_status_t fake_create(void *state, struct cc_window *w, void *base, siz
     g_seen.bytes = bytes;
     w->sizes = calloc((size_t)w->n, sizeof(uint64_t));
     if (!w->sizes) return CC_ERR_NO_MEMORY;
-    for (int r = 0; r < w->n; r++) w->sizes[r] = REGION; /* every rank registers as many */
+    for (int r = 0; r < w->n; r++)
+        w->sizes[r] = REGION; /* every rank registers as many */
     w->eng = &g_seen;
     return CC_OK;
 }
@@ -163,9 +164,8 @@ static int dispatch_rank(int rank, int size, const char *addr, void *arg)
     st = cc_window_put(win, src, 16, peer, 8, NULL, NULL);
     CC_TEST_REQUIRE(st == CC_OK && g_seen.submits == 1, "put: %s", cc_status_name(st));
     const cc__op_t *op = &g_seen.last;
-    CC_TEST_REQUIRE(op->info.type == CC_OP_WIN_PUT && op->extra == win &&
-                        op->info.peer == peer && op->info.bytes == 16 &&
-                        op->info.out_count == 8 && op->info.sendbuf == src,
+    CC_TEST_REQUIRE(op->info.type == CC_OP_WIN_PUT && op->extra == win && op->info.peer == peer &&
+                        op->info.bytes == 16 && op->info.out_count == 8 && op->info.sendbuf == src,
                     "put reached the engine as %s, extra %p, peer %d, bytes %zu, offset %llu",
                     cc_op_type_name(op->info.type), op->extra, op->info.peer, op->info.bytes,
                     (unsigned long long)op->info.out_count);
