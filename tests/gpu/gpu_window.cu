@@ -36,20 +36,8 @@
 
 static int g_rank, g_size;
 
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "gpu_window rank %d: %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, " (last error: %s)\n", cc_last_error());                               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        REQUIRE(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                      \
-    } while (0)
+#define GPU_TEST_NAME "gpu_window"
+#include "gpu_check.h"
 #define OK(call)                                                                                   \
     do {                                                                                           \
         cc_status_t s_ = (call);                                                                   \
