@@ -19,7 +19,10 @@
  * a progress thread per window at each rank that applies the requests of
  * its peers in the order each peer sent them (puts received straight into
  * the region, signals counted, gets and flushes answered), so the target
- * calls nothing while they land. CUDA IPC windows are not implemented yet.
+ * calls nothing while they land. On a device communicator of the native
+ * CUDA engine, windows are device memory mapped through CUDA IPC, and the
+ * ops are stream-ordered (docs/windows.md, "On CUDA devices"); other
+ * engines get CC_ERR_NOT_SUPPORTED from cc_window_create.
  *
  * Completion and ordering. A put has completed at the origin when it
  * returns: the source buffer may be reused. On shared memory the bytes are

@@ -253,7 +253,7 @@ cc_status_t cc__plugin_engine(const char *want, int device, const cc_engine_v1_t
     CC_CHECK(st);
     const cc_engine_v1_t *e = NULL;
     CC_CHECK(g_plugin->engine(want, device, &e));
-    if (!e || (e->version != CC_ENGINE_VERSION_1 && e->version != CC_ENGINE_VERSION_2)) {
+    if (!e || e->version < CC_ENGINE_VERSION_1 || e->version > CC_ENGINE_VERSION_3) {
         cc_log_error(CC_SUBSYS_CUDA, "CUDA plugin gave an engine of unknown version %u",
                      e ? e->version : 0);
         return CC_ERR_INTERNAL;

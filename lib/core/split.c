@@ -64,11 +64,13 @@ static cc_status_t engine_split(cc_comm_t *parent, const struct split_args *a,
     *engine = NULL;
     *arg = NULL;
     if (parent->engine->version < CC_ENGINE_VERSION_2) return CC_OK;
+    /* A v3 table (windows) may have no split of its own. */
+    const cc_engine_v2_t *e2 = (const cc_engine_v2_t *)(const void *)parent->engine;
+    if (!e2->split) return CC_OK;
     cc_comm_config_t cfg = inherit(parent, a->config);
     if (cfg.device != parent->device ||
         (cfg.engine && strcmp(cfg.engine, "auto") && strcmp(cfg.engine, parent->engine->name)))
         return CC_OK;
-    const cc_engine_v2_t *e2 = (const cc_engine_v2_t *)(const void *)parent->engine;
     CC_CHECK(e2->split(parent->engine_state, a->color, a->key, arg));
     *engine = parent->engine;
     return CC_OK;

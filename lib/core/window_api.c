@@ -1,20 +1,30 @@
 /*
  * window_api.c - the public window calls (ccomm/window.h): validation
  * (door_validate.c), then the door like every op: create and destroy as
- * lifecycle events around the native engine's collective setup and
- * barrier (lib/native/window.c), put/get/signal/wait_signal/flush as ops
- * the native engine runs (lib/native/window_shm.c). Only the native engine
- * has windows; other engines get CC_ERR_NOT_SUPPORTED.
+ * lifecycle events around the engine's collective setup and barrier (the
+ * engine table's v3 entries, engine.h: lib/native/window.c, the CUDA
+ * plugin's lib/cuda/cuda_window.c), put/get/signal/wait_signal/flush as
+ * ops its submit runs. The core owns the handle (engine/window.h): it
+ * allocates it, and keeps it as a tombstone once destroyed. Engines
+ * without windows (a table older than v3, or none filled) get
+ * CC_ERR_NOT_SUPPORTED naming the engine.
  */
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/coll_api.h"
 #include "core/comm.h"
 #include "core/door.h"
 #include "core/door_validate.h"
-#include "native/window.h"
+#include "engine/window.h"
+
+/* Destroyed windows: their handles stay valid (magic CC__WIN_DEAD). */
+static _Atomic(struct cc_window *) g_dead;
 
 struct create_args {
+    const cc_engine_v3_t *e3;
     void *base;
     size_t bytes;
     cc_window_t **win;
@@ -32,7 +42,19 @@ static cc_status_t do_create(cc_comm_t *comm, void *arg)
     struct create_args *a = arg;
     uint64_t deadline;
     CC_CHECK(quiesce(comm, &deadline));
-    return cc__native_window_create(comm->engine_state, a->base, a->bytes, deadline, a->win);
+    struct cc_window *w = calloc(1, sizeof(*w));
+    if (!w) return CC_ERR_NO_MEMORY;
+    w->comm = comm;
+    w->rank = comm->rank;
+    w->n = comm->size;
+    cc_status_t st = a->e3->win_create(comm->engine_state, w, a->base, a->bytes, deadline);
+    if (st != CC_OK) {
+        free(w);
+        return st;
+    }
+    w->magic = CC__WIN_LIVE;
+    *a->win = w;
+    return CC_OK;
 }
 
 cc_status_t cc_window_create(cc_comm_t *comm, void *base, size_t bytes,
@@ -40,20 +62,39 @@ cc_status_t cc_window_create(cc_comm_t *comm, void *base, size_t bytes,
 {
     CC_CHECK(cc__validate_window_create(comm, base, bytes, cfg, win));
     *win = NULL;
-    if (comm->engine != &cc__native_engine) {
-        cc_log_error(CC_SUBSYS_CORE, "cc_window_create: communicator %s runs engine %s; windows "
-                     "exist only on the native engine for now", comm->name, comm->engine->name);
+    const cc_engine_v3_t *e3 = cc__engine_windows(comm->engine);
+    if (!e3) {
+        cc_log_error(CC_SUBSYS_CORE, "cc_window_create: communicator %s runs engine %s "
+                     "(table version %u), which has no windows", comm->name, comm->engine->name,
+                     comm->engine->version);
         return CC_ERR_NOT_SUPPORTED;
     }
-    struct create_args a = {base, bytes, win};
+    struct create_args a = {e3, base, bytes, win};
     return cc__door_lifecycle(comm, CC_OP_WIN_CREATE, 0, do_create, &a);
+}
+
+/* Kept reachable: a later call on the handle reads the tombstone, not freed memory. */
+static void bury(struct cc_window *w)
+{
+    w->magic = CC__WIN_DEAD;
+    w->comm = NULL;
+    w->sizes = NULL;
+    w->eng = NULL;
+    struct cc_window *head = atomic_load(&g_dead);
+    do {
+        w->next = head;
+    } while (!atomic_compare_exchange_weak(&g_dead, &head, w));
 }
 
 static cc_status_t do_destroy(cc_comm_t *comm, void *arg)
 {
+    struct cc_window *w = arg;
     uint64_t deadline;
     cc_status_t st = quiesce(comm, &deadline);
-    cc_status_t st2 = cc__native_window_destroy(arg, deadline);
+    /* Created through this table: the engine cannot have changed since. */
+    const cc_engine_v3_t *e3 = cc__engine_windows(comm->engine);
+    cc_status_t st2 = e3->win_destroy(comm->engine_state, w, deadline);
+    bury(w);
     return st != CC_OK ? st : st2;
 }
 

@@ -23,6 +23,7 @@
  *   reduce, reduce-scatter, allgather, broadcast, all-to-all, barrier:
  *              direct (each rank reads what it needs from the peers' slots)
  * Point-to-point and v-collectives are not implemented: use engine nccl.
+ * RMA windows (ccomm/window.h) are: cuda_window.c.
  */
 #ifndef CC_CUDA_CUDA_NATIVE_H
 #define CC_CUDA_CUDA_NATIVE_H
@@ -30,6 +31,7 @@
 #include <stdatomic.h>
 
 #include "engine/engine.h"
+#include "engine/window.h"
 #include "cuda/tracker.h"
 #include "transport/cuda_ipc.h"
 
@@ -45,6 +47,7 @@ typedef struct cc__cnat {
     int64_t gt_offset;      /* GPU globaltimer - CLOCK_MONOTONIC */
     _Atomic int aborted;    /* CC_OK, or the abort's reason */
     unsigned exchanges;     /* store allgathers made */
+    unsigned windows;       /* RMA windows created (their ids; cuda_window.c) */
     const cc__op_t *cur;    /* the op being issued (for its deadline) */
 } cc__cnat_t;
 
@@ -64,6 +67,22 @@ cc_status_t cc__cnat_signal_one(cc__cnat_t *x, int to, int kind, uint64_t seq, v
 cc_status_t cc__cnat_wait_one(cc__cnat_t *x, int from, int kind, uint64_t seq, void *stream);
 /* The round's DONE signal to everyone. */
 cc_status_t cc__cnat_done(cc__cnat_t *x, uint64_t seq, void *stream);
+/* Wait (on the stream) until *word (this rank's memory) >= value, with the op's deadline. */
+cc_status_t cc__cnat_wait_word(cc__cnat_t *x, const uint64_t *word, uint64_t value, void *stream);
+
+/* ---- RMA windows (cuda_window.c; ccomm/window.h, the engine table's v3 entries) ------ */
+
+/* Collective: exchange CUDA IPC handles of every rank's region and signal words, map them. */
+cc_status_t cc__cwin_create(void *state, struct cc_window *win, void *base, size_t bytes,
+                            uint64_t deadline_ns);
+/* Collective: a barrier through the store, then close the mappings and free the words. */
+cc_status_t cc__cwin_destroy(void *state, struct cc_window *win, uint64_t deadline_ns);
+/* 1 for the window op types. */
+int cc__cwin_is_op(cc_op_type_t type);
+/* Before an op is enqueued: its buffer must be device memory (CC_ERR_INVALID_ARG, logged). */
+cc_status_t cc__cwin_check(cc__cnat_t *x, const cc__op_t *op);
+/* Enqueue a window op on the stream (put, get, signal, wait_signal; flush waits for it). */
+cc_status_t cc__cwin_issue(cc__cnat_t *x, cc__op_t *op, void *stream);
 
 /* ---- algorithms ----------------------------------------------------------------- */
 
@@ -78,6 +97,6 @@ cc_status_t cc__cnat_barrier(cc__cnat_t *x, cc__op_t *op, void *stream);
 /* Element size of an op's data (bytes for the byte forms). */
 size_t cc__cnat_esize(const cc__op_t *op);
 
-extern const cc_engine_v1_t cc__cuda_native_engine;
+extern const cc_engine_v3_t cc__cuda_native_engine;
 
 #endif /* CC_CUDA_CUDA_NATIVE_H */

@@ -1,6 +1,7 @@
 /*
  * native_engine.c - the native CUDA engine's table (create: IPC regions and
- * the abort/fault words; submit; drain; abort; destroy) and the round
+ * the abort/fault words; submit; drain; abort; destroy; windows, in
+ * cuda_window.c) and the round
  * building blocks its algorithms use (see cuda_native.h).
  */
 #include <cuda_runtime_api.h>
@@ -58,6 +59,11 @@ cc_status_t cc__cnat_wait_one(cc__cnat_t *x, int from, int kind, uint64_t seq, v
 {
     return cc__cuda_wait(cc__ipc_flag(&x->ipc, x->rank, kind, from), 1, seq, x->abort_d, x->fault_d,
                          deadline_gt(x), stream);
+}
+
+cc_status_t cc__cnat_wait_word(cc__cnat_t *x, const uint64_t *word, uint64_t value, void *stream)
+{
+    return cc__cuda_wait(word, 1, value, x->abort_d, x->fault_d, deadline_gt(x), stream);
 }
 
 cc_status_t cc__cnat_round(cc__cnat_t *x, void *stream, uint64_t *seq)
@@ -163,6 +169,7 @@ static const struct {
 
 static cc__cnat_algo_fn algo_of(cc_op_type_t type)
 {
+    if (cc__cwin_is_op(type)) return cc__cwin_issue;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         if (rows[i].type == type) return rows[i].fn;
     return NULL;
@@ -192,7 +199,11 @@ static cc_status_t cnat_submit(void *state, cc__op_t *op)
     if (reason != CC_OK) return cc__gpu_refuse(op, reason);
     int prev = -1;
     cc_status_t st = cc__cuda_use_device(x->device, &prev);
-    if (st != CC_OK) return cc__gpu_refuse(op, st);
+    if (st == CC_OK && cc__cwin_is_op(op->info.type)) st = cc__cwin_check(x, op);
+    if (st != CC_OK) {
+        cc__cuda_restore_device(prev);
+        return cc__gpu_refuse(op, st);
+    }
     cc__gpu_sub_t sub = {
         .gev = &cc__gev_cuda, .device = x->device, .owner = &x->owner, .issue = issue, .ctx = x};
     st = cc__gpu_submit(&sub, op);
@@ -232,13 +243,15 @@ static const char *cnat_transport(void *state)
     return "cuda_ipc";
 }
 
-const cc_engine_v1_t cc__cuda_native_engine = {
-    .version = CC_ENGINE_VERSION_1,
-    .name = "native",
-    .comm_create = cnat_create,
-    .submit = cnat_submit,
-    .drain = cnat_drain,
-    .comm_abort = cnat_abort,
-    .comm_destroy = cnat_destroy,
-    .transport = cnat_transport,
+const cc_engine_v3_t cc__cuda_native_engine = {
+    .v2 = {.v1 = {.version = CC_ENGINE_VERSION_3,
+                  .name = "native",
+                  .comm_create = cnat_create,
+                  .submit = cnat_submit,
+                  .drain = cnat_drain,
+                  .comm_abort = cnat_abort,
+                  .comm_destroy = cnat_destroy,
+                  .transport = cnat_transport}},
+    .win_create = cc__cwin_create,
+    .win_destroy = cc__cwin_destroy,
 };

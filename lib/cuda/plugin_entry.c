@@ -31,7 +31,7 @@ static cc_status_t native_engine(int device, const cc_engine_v1_t **out)
                      device);
         return CC_ERR_NOT_SUPPORTED;
     }
-    *out = &cc__cuda_native_engine;
+    *out = &cc__cuda_native_engine.v2.v1;
     return CC_OK;
 }
 

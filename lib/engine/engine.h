@@ -5,7 +5,7 @@
  * engine and does not know which engine runs it. The native engine
  * (lib/native) is built in; the CUDA/NCCL engine is a plugin
  * (libccomm-cuda.so) that returns a cc_engine_v1_t. The version says
- * which optional entries a table has (v2 adds split), not an ABI: engines
+ * which optional entries a table has (v2 adds split, v3 windows), not an ABI: engines
  * in plugins are built with the core and read its structs (core/plugin.h:
  * the build id check).
  *
@@ -23,6 +23,7 @@
 #ifndef CC_ENGINE_ENGINE_H
 #define CC_ENGINE_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ccomm/types.h"
@@ -70,7 +71,47 @@ typedef struct cc_engine_v2 {
     cc_status_t (*split)(void *parent_state, int color, int key, void **child_arg);
 } cc_engine_v2_t;
 
-/* The built-in engine. */
-extern const cc_engine_v1_t cc__native_engine;
+/*
+ * Version 3: version 2 plus windows (ccomm/window.h), for engines that
+ * have them. The core reads them only from a table whose version is 3 or
+ * more and whose win_create is set; any other engine's communicators get
+ * CC_ERR_NOT_SUPPORTED from cc_window_create, naming the engine.
+ *
+ * win_create(state, win, base, bytes, deadline) is collective over the
+ * comm's ranks, after the core drained the comm's queued ops. The core
+ * allocated *win zeroed with comm, rank and n set; the engine sets id and
+ * sizes (every rank's registered bytes, by rank: the door checks each op's
+ * range against it) and its own members, and on error frees what it set
+ * (the core frees the handle). The ops (CC_OP_WIN_PUT, _GET, _SIGNAL,
+ * _WAIT_SIGNAL, _FLUSH) then reach submit like any op, with op->extra the
+ * window, info.peer the peer, info.bytes the length, info.out_count the
+ * target offset and info.in_count wait's count; the door has checked the
+ * peer and the range. win_destroy(state, win, deadline) is collective
+ * too (a barrier: nobody writes into this rank's region afterwards); it
+ * frees what win_create set, whatever it returns, and the core then makes
+ * the handle a tombstone.
+ */
+#define CC_ENGINE_VERSION_3 3u
+
+struct cc_window;
+
+typedef struct cc_engine_v3 {
+    cc_engine_v2_t v2; /* .v1.version = CC_ENGINE_VERSION_3; v2.split may be NULL */
+    cc_status_t (*win_create)(void *state, struct cc_window *win, void *base, size_t bytes,
+                              uint64_t deadline_ns);
+    cc_status_t (*win_destroy)(void *state, struct cc_window *win, uint64_t deadline_ns);
+} cc_engine_v3_t;
+
+/* The v3 table of an engine with windows, or NULL (an older table, or no win_create). */
+static inline const cc_engine_v3_t *cc__engine_windows(const cc_engine_v1_t *e)
+{
+    if (!e || e->version < CC_ENGINE_VERSION_3) return NULL;
+    const cc_engine_v3_t *e3 = (const cc_engine_v3_t *)(const void *)e;
+    return e3->win_create && e3->win_destroy ? e3 : NULL;
+}
+
+/* The built-in engine (a v3 table; cc__native_engine is its first member). */
+extern const cc_engine_v3_t cc__native_engine3;
+#define cc__native_engine (cc__native_engine3.v2.v1)
 
 #endif /* CC_ENGINE_ENGINE_H */

@@ -12,6 +12,7 @@
 #include "transport/ifname.h"
 #include "base/log.h"
 #include "native/native.h"
+#include "native/window.h"
 #include "transport/arena.h"
 
 static cc_status_t store_allgather(void *ctx, const void *mine, void *all, size_t len)
@@ -225,13 +226,15 @@ static const char *native_transport(void *state)
     return ((cc__native_t *)state)->transport;
 }
 
-const cc_engine_v1_t cc__native_engine = {
-    .version = CC_ENGINE_VERSION_1,
-    .name = "native",
-    .comm_create = native_create,
-    .submit = native_submit,
-    .drain = native_drain,
-    .comm_abort = native_abort,
-    .comm_destroy = native_destroy,
-    .transport = native_transport,
+const cc_engine_v3_t cc__native_engine3 = {
+    .v2 = {.v1 = {.version = CC_ENGINE_VERSION_3,
+                  .name = "native",
+                  .comm_create = native_create,
+                  .submit = native_submit,
+                  .drain = native_drain,
+                  .comm_abort = native_abort,
+                  .comm_destroy = native_destroy,
+                  .transport = native_transport}},
+    .win_create = cc__native_window_create,
+    .win_destroy = cc__native_window_destroy,
 };

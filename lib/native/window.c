@@ -41,9 +41,6 @@ struct win_entry {
     uint64_t token; /* TCP: what a connecting peer must show */
 };
 
-/* Destroyed windows: their handles stay valid (magic CC__WIN_DEAD). */
-static _Atomic(struct cc_window *) g_dead;
-
 static size_t block_bytes(int n)
 {
     return 64u + (((size_t)n * sizeof(uint64_t) + 63u) & ~(size_t)63u);
@@ -213,14 +210,14 @@ static cc_status_t setup(struct cc_window *w, void *base, size_t bytes, uint64_t
     return st;
 }
 
-cc_status_t cc__native_window_create(cc__native_t *nc, void *base, size_t bytes,
-                                     uint64_t deadline_ns, struct cc_window **out)
+cc_status_t cc__native_window_create(void *state, struct cc_window *w, void *base, size_t bytes,
+                                     uint64_t deadline_ns)
 {
+    cc__native_t *nc = state;
     CC_CHECK(check_reach(nc));
-    struct cc_window *w = calloc(1, sizeof(*w));
-    if (!w) return CC_ERR_NO_MEMORY;
-    *w = (struct cc_window){CC__WIN_LIVE, nc->comm, nc, nc->rank, nc->size, nc->windows++,
-                            NULL, NULL, NULL, NULL, 0, block_bytes(nc->size), NULL, NULL};
+    w->nc = nc;
+    w->id = nc->windows++;
+    w->block = block_bytes(nc->size);
     w->seg_len = w->block * (size_t)w->n;
     w->pids = calloc((size_t)w->n, sizeof(int));
     w->bases = calloc((size_t)w->n, sizeof(uint64_t));
@@ -233,13 +230,8 @@ cc_status_t cc__native_window_create(cc__native_t *nc, void *base, size_t bytes,
     } else if (st == CC_OK) {
         st = setup(w, base, bytes, deadline_ns);
     }
-    if (st != CC_OK) {
-        free_parts(w);
-        free(w);
-        return st;
-    }
-    *out = w;
-    return CC_OK;
+    if (st != CC_OK) free_parts(w);
+    return st;
 }
 
 /* Every rank arrived: nobody writes into this rank's region or signals it any more. */
@@ -258,20 +250,14 @@ static cc_status_t barrier(struct cc_window *w, uint64_t deadline)
     return CC_OK;
 }
 
-cc_status_t cc__native_window_destroy(struct cc_window *w, uint64_t deadline_ns)
+cc_status_t cc__native_window_destroy(void *state, struct cc_window *w, uint64_t deadline_ns)
 {
+    (void)state;
     cc_status_t st = w->n > 1 ? barrier(w, deadline_ns) : CC_OK;
     /* TCP: puts already sent may still be on the wire to us; the peers' byes end them. */
     cc_status_t st2 = cc__wtcp_stop(w, deadline_ns);
     if (st == CC_OK) st = st2;
     free_parts(w);
-    w->magic = CC__WIN_DEAD;
-    w->comm = NULL;
     w->nc = NULL;
-    /* Kept reachable: a later call on the handle reads the tombstone, not freed memory. */
-    struct cc_window *head = atomic_load(&g_dead);
-    do {
-        w->next = head;
-    } while (!atomic_compare_exchange_weak(&g_dead, &head, w));
     return st;
 }

@@ -2,8 +2,10 @@
  * window.h - RMA windows of the native engine (internal;
  * the public API is ccomm/window.h, its door lib/core/window_api.c).
  *
- * A window is every rank's registered region (pid, address, size, learnt
- * at creation) plus, on an all-shm communicator, one shared segment of
+ * A window (struct cc_window, engine/window.h: the core's handle, whose
+ * native members this engine fills) is every rank's registered region
+ * (pid, address, size, learnt at creation) plus, on an all-shm
+ * communicator, one shared segment of
  * signal counters: for each target rank a line with its bell (futex word)
  * and sleeping flag, then one 64-bit counter per sender. Puts and gets are
  * process_vm_writev/readv into or out of the peer's region; a signal adds
@@ -20,35 +22,17 @@
 #include <stdint.h>
 
 #include "ccomm/ccomm.h"
+#include "engine/window.h"
 #include "native/native.h"
 
-#define CC__WIN_LIVE 0x6c6977636363ull /* "cccwil" */
-#define CC__WIN_DEAD 0x646577636363ull /* "cccwed": destroyed, a tombstone */
-
-struct cc_window {
-    uint64_t magic;           /* CC__WIN_LIVE, or CC__WIN_DEAD after destroy */
-    struct cc_comm *comm;
-    cc__native_t *nc;
-    int rank, n;
-    unsigned id;              /* per-communicator window number (same on every rank) */
-    int *pids;                /* by rank */
-    uint64_t *bases;          /* registered addresses in each rank's address space */
-    uint64_t *sizes;          /* registered bytes by rank */
-    void *seg;                /* the signal segment, or NULL for a one-rank comm */
-    size_t seg_len;
-    size_t block;             /* bytes from one target's counters to the next */
-    struct cc_window *next;   /* the tombstone list */
-    struct cc__wtcp *tcp;     /* a TCP-class comm's connections and progress thread
-                                 (window_tcp.h), or NULL on shared memory */
-};
-
-/* Collective over nc's ranks: register [base, base + bytes). On an all-shm comm it needs
- * ranks that can read each other (else CC_ERR_NOT_SUPPORTED, logged); on a comm with a TCP
- * peer every peer is served over TCP (window_tcp.h). */
-cc_status_t cc__native_window_create(cc__native_t *nc, void *base, size_t bytes,
-                                     uint64_t deadline_ns, struct cc_window **out);
-/* Collective: a barrier, then free everything but the handle, which becomes a tombstone. */
-cc_status_t cc__native_window_destroy(struct cc_window *w, uint64_t deadline_ns);
+/* The engine table's window entries (engine.h, v3). Collective over the comm's ranks:
+ * register [base, base + bytes) into the core's handle w. On an all-shm comm it needs ranks
+ * that can read each other (else CC_ERR_NOT_SUPPORTED, logged); on a comm with a TCP peer
+ * every peer is served over TCP (window_tcp.h). */
+cc_status_t cc__native_window_create(void *state, struct cc_window *w, void *base, size_t bytes,
+                                     uint64_t deadline_ns);
+/* Collective: a barrier, then free everything create set (the core keeps the handle). */
+cc_status_t cc__native_window_destroy(void *state, struct cc_window *w, uint64_t deadline_ns);
 
 /* The op algorithms (select.c rows): op->extra is the window, info.peer the target,
  * info.bytes the length, info.out_count the target offset, info.in_count wait's count. */

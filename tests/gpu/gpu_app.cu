@@ -25,22 +25,9 @@
 #include "ccomm/ccomm.h"
 #include "gpu_ops.h"
 
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "gpu_app rank %d: %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        REQUIRE(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                      \
-    } while (0)
-
 static int g_rank, g_size;
+#define GPU_TEST_NAME "gpu_app"
+#include "gpu_check.h"
 
 static double now_s(void)
 {

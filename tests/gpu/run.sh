@@ -18,6 +18,11 @@
 #   hang       an op held past its deadline on the GPU times out, fails the comm, is dumped
 #   native2    engine native, 2 ranks sharing the GPU: one-shot, two-shot, ring
 #   native4    the same with 4 ranks
+#   window2    RMA windows over CUDA IPC (tests/gpu/gpu_window.cu), 2 ranks sharing the GPUs:
+#              puts of 1 B..1 MiB at odd offsets checked after their signals, many-to-one,
+#              get, flush, bad input, destroy with ops pending; then a wait for a signal
+#              never sent times out and fails the comm
+#   window4    the same checks with 4 ranks
 #   bench      kernel bandwidth vs cudaMemcpy; host overhead per GPU op (recorder on/off)
 #   torch      the PyTorch backend on CUDA tensors vs CPU (tests/gpu/torch_cuda.py): needs a
 #              CUDA build of torch and the backend built against it; skipped (77 when it is
@@ -40,6 +45,7 @@ export CCOMM_CUDA_PLUGIN="$BUILD/lib/libccomm-cuda.so"
 export CCOMM_RECORDER_DIR="$RES/rings" CCOMM_DUMP_DIR="$RES/dumps"
 export CCOMM_LOG_LEVEL=${CCOMM_LOG_LEVEL:-WARN}
 APP=$BUILD/tests/gpu_app
+WIN=$BUILD/tests/gpu_window
 CCRUN=$BUILD/bin/ccrun
 FAILED=0
 SKIPPED=0
@@ -47,11 +53,11 @@ SKIPPED=0
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
 build_if_needed() {
-    [ -x "$APP" ] && [ -x "$CCRUN" ] && [ -f "$CCOMM_CUDA_PLUGIN" ] && return 0
+    [ -x "$APP" ] && [ -x "$WIN" ] && [ -x "$CCRUN" ] && [ -f "$CCOMM_CUDA_PLUGIN" ] && return 0
     say "building $BUILD (CUDA plugin and GPU tests)"
     t0=$(date +%s)
     cmake -S "$SRC" -B "$BUILD" -DCCOMM_WITH_CUDA=ON >"$RES/build.log" 2>&1 &&
-        cmake --build "$BUILD" -j"$(nproc)" --target ccomm ccomm_cuda gpu_app ccrun \
+        cmake --build "$BUILD" -j"$(nproc)" --target ccomm ccomm_cuda gpu_app gpu_window ccrun \
             test_cuda_math cuda_kernels_bench >>"$RES/build.log" 2>&1
     rc=$?
     say "build: rc $rc in $(( $(date +%s) - t0 )) s (log: build.log)"
@@ -155,6 +161,14 @@ case_native() {
     done
 }
 
+case_window() {
+    n=$1
+    run "window$n" 240 "$CCRUN" -n "$n" --timeout 230 "$WIN"
+    if [ "$n" = 2 ]; then
+        run window-timeout 120 "$CCRUN" -n 2 --timeout 110 "$WIN" timeout
+    fi
+}
+
 # The backend's ranks are torch processes: the Python with torch, and the built package.
 case_torch() {
     py=${CCOMM_TEST_PYTHON:-/usr/bin/python3}
@@ -215,12 +229,16 @@ all)
     case_hang
     case_native 2
     case_native 4
+    case_window 2
+    case_window 4
     case_bench
     case_torch
     ;;
 math | nccl | timing | hang | bench | torch) "case_$CASE" ;;
 native2) case_native 2 ;;
 native4) case_native 4 ;;
+window2) case_window 2 ;;
+window4) case_window 4 ;;
 *)
     echo "unknown case $CASE" >&2
     exit 2
