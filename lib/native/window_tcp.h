@@ -119,6 +119,8 @@ struct cc__wtcp {
     _Atomic uint64_t stop_at;  /* ... or at this time (UINT64_MAX: none) */
     struct pollfd *pf;         /* the thread's poll set */
     int *pf_rank;
+    uint64_t spin_ns;          /* the thread polls this long before it sleeps (net's tcp spin) */
+    _Atomic uint64_t sleeps;   /* blocking polls the thread entered (tests: one per put+signal) */
     pthread_t thread;
     int started;
 };
