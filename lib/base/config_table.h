@@ -133,8 +133,7 @@
       "Microseconds a waiting rank polls before it starts yielding the CPU, then sleeping.", 0)    \
     X(TCP_SPIN_US, tcp_spin_us, INT, "50",                                                         \
       "Microseconds a rank whose pending requests are all TCP polls its sockets before it "        \
-      "sleeps in epoll, and a TCP window's progress thread its connections before it sleeps in "   \
-      "poll (none when the host has more ranks than CPUs); 0: they sleep at once.",                \
+      "sleeps in epoll (none when the host has more ranks than CPUs); 0: it sleeps at once.",      \
       0)                                                                                           \
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \

@@ -145,7 +145,7 @@ static cc_status_t connect_one(struct cc_window *w, struct cc__wtcp *t, int q, u
     if (st == CC_OK) {
         struct cc__wtcp_hello h = {CC__WTCP_HELLO_MAGIC, t->comm_id, token, w->id, w->rank, q, 0};
         struct iovec iov = {&h, sizeof(h)};
-        st = cc__wtcp_write(fd, &iov, 1, deadline, NULL, -1, &err);
+        st = cc__wtcp_write(fd, &iov, 1, 0, deadline, NULL, -1, &err);
     }
     if (st != CC_OK) {
         cc_log_error(CC_SUBSYS_TCP,
@@ -209,23 +209,9 @@ static cc_status_t accept_all(struct cc_window *w, struct cc__wtcp *t, int lfd, 
     return CC_OK;
 }
 
-/*
- * poll(), first without sleeping for up to t->spin_ns. A put and its signal
- * are two requests written one after the other: a thread that sleeps at once
- * after the put is woken twice, and each wake-up of a sleeping thread costs
- * more than the whole request under load (docs/windows.md). The spin is
- * CCOMM_TCP_SPIN_US, 0 when the host has more ranks than CPUs.
- */
-static int poll_spin(struct cc__wtcp *t, int n, int ms)
+/* The thread's sleep, counted (a put and its signal should cost one, test_window.c). */
+static int poll_counted(struct cc__wtcp *t, int n, int ms)
 {
-    if (t->spin_ns) {
-        uint64_t t0 = cc__now_ns();
-        do {
-            int r = poll(t->pf, (nfds_t)n, 0);
-            if (r != 0) return r;
-            cc__cpu_relax();
-        } while (cc__now_ns() - t0 < t->spin_ns);
-    }
     atomic_fetch_add_explicit(&t->sleeps, 1, memory_order_relaxed);
     return poll(t->pf, (nfds_t)n, ms);
 }
@@ -246,7 +232,7 @@ static void *progress(void *arg)
         /* Sleep until a request, the stop, or the stop's deadline (in slices: no int overflow). */
         uint64_t left = stop - now;
         int ms = stop == UINT64_MAX ? -1 : left > 1000000000u ? 1000 : (int)(left / 1000000u) + 1;
-        if (poll_spin(t, n, ms) <= 0) continue;
+        if (poll_counted(t, n, ms) <= 0) continue;
         if (t->pf[0].revents) {
             uint64_t v;
             if (read(t->stop_fd, &v, sizeof(v)) < 0) { /* drained: stop_at says what to do */
@@ -286,7 +272,6 @@ cc_status_t cc__wtcp_start(struct cc_window *w, int lfd, uint64_t token, const u
     close(lfd); /* nobody can connect later */
     if (st == CC_OK) {
         arm_rx(w, t, (void *)(uintptr_t)w->bases[w->rank]);
-        t->spin_ns = w->nc->net->tcp_spin_ns;
         int e = pthread_create(&t->thread, NULL, progress, t);
         if (e) {
             cc_log_error(CC_SUBSYS_TCP,
@@ -327,7 +312,7 @@ cc_status_t cc__wtcp_stop(struct cc_window *w, uint64_t deadline_ns)
         struct cc__wtcp_hdr h = {CC__WTCP_MAGIC, CC__WTCP_BYE, 0, w->id, ++t->tx_seq[p], 0, 0};
         struct iovec iov = {&h, sizeof(h)};
         int err;
-        if (cc__wtcp_write(t->tx[p], &iov, 1, deadline_ns, NULL, -1, &err) != CC_OK)
+        if (cc__wtcp_write(t->tx[p], &iov, 1, 0, deadline_ns, NULL, -1, &err) != CC_OK)
             cc_log_debug(CC_SUBSYS_TCP, "window %u: no bye to rank %d: %s", w->id, p,
                          strerror(err));
     }
