@@ -71,6 +71,15 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
+    /* Over TCP a stream of small broadcasts is bound by the root's sends: the ring's root
+     * sends one message per op, binomial's log2(n). Measured 2026-12-01 18:15 UTC, load
+     * 11-13 on 2 CPUs, medians of 5-7 launches, us (binomial / ring):
+     *   bench/ab.sh --a build --b build --b-env CCOMM_ALGO_BROADCAST=ring --transport tcp
+     *     --coll broadcast --sizes "64 1K 16K" --ranks R --iters 200
+     *   3 ranks: 8.2/4.4, 17.4/9.8, 37.2/37.3;  4 ranks: 14.3/9.1, 24.3/12.4, 59.8/60.8;
+     *   8 ranks: 28.4/12.3, 47.6/22.8, 102.5/90.2. From 16 KiB on they are alike. (Only NET
+     * and SELF reach these rows: shm_cma takes every size on SHM.) */
+    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 16 * K, 0},
     {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 16 * K, 0},
@@ -177,13 +186,20 @@ static const cc__algo_row_t *find(cc_op_type_t t, const char *name)
     return NULL;
 }
 
+/* Is row i the first of its collective with its name? (One algorithm may have two rows:
+ * broadcast's ring, for small and for large sizes; it is listed once.) */
+static int first_of_name(size_t i)
+{
+    return find(rows[i].type, rows[i].name) == &rows[i];
+}
+
 /* "ring, recursive_doubling" for the log. */
 static void names_of(cc_op_type_t t, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
     for (size_t i = 0; i < NROWS && o < len; i++)
-        if (rows[i].type == t)
+        if (rows[i].type == t && first_of_name(i))
             o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", rows[i].name);
 }
 
@@ -219,7 +235,8 @@ int cc__native_algorithms(const cc_comm_t *comm, cc_op_type_t type, const char *
     const cc__native_t *nc = comm->engine == &cc__native_engine ? comm->engine_state : NULL;
     int k = 0;
     for (size_t i = 0; nc && i < NROWS; i++)
-        if (rows[i].type == type && (rows[i].tpm & nc->tpm) && k < max) names[k++] = rows[i].name;
+        if (rows[i].type == type && (rows[i].tpm & nc->tpm) && first_of_name(i) && k < max)
+            names[k++] = rows[i].name;
     return k;
 }
 
@@ -227,7 +244,7 @@ int cc__native_row_names(cc_op_type_t type, const char **names, int max)
 {
     int k = 0;
     for (size_t i = 0; i < NROWS; i++)
-        if (rows[i].type == type && k < max) names[k++] = rows[i].name;
+        if (rows[i].type == type && first_of_name(i) && k < max) names[k++] = rows[i].name;
     return k;
 }
 

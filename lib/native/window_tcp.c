@@ -145,7 +145,7 @@ static cc_status_t connect_one(struct cc_window *w, struct cc__wtcp *t, int q, u
     if (st == CC_OK) {
         struct cc__wtcp_hello h = {CC__WTCP_HELLO_MAGIC, t->comm_id, token, w->id, w->rank, q, 0};
         struct iovec iov = {&h, sizeof(h)};
-        st = cc__wtcp_write(fd, &iov, 1, deadline, NULL, -1, &err);
+        st = cc__wtcp_write(fd, &iov, 1, 0, deadline, NULL, -1, &err);
     }
     if (st != CC_OK) {
         cc_log_error(CC_SUBSYS_TCP,
@@ -209,6 +209,13 @@ static cc_status_t accept_all(struct cc_window *w, struct cc__wtcp *t, int lfd, 
     return CC_OK;
 }
 
+/* The thread's sleep, counted (a put and its signal should cost one, test_window.c). */
+static int poll_counted(struct cc__wtcp *t, int n, int ms)
+{
+    atomic_fetch_add_explicit(&t->sleeps, 1, memory_order_relaxed);
+    return poll(t->pf, (nfds_t)n, ms);
+}
+
 static void *progress(void *arg)
 {
     struct cc__wtcp *t = arg;
@@ -225,7 +232,7 @@ static void *progress(void *arg)
         /* Sleep until a request, the stop, or the stop's deadline (in slices: no int overflow). */
         uint64_t left = stop - now;
         int ms = stop == UINT64_MAX ? -1 : left > 1000000000u ? 1000 : (int)(left / 1000000u) + 1;
-        if (poll(t->pf, (nfds_t)n, ms) <= 0) continue;
+        if (poll_counted(t, n, ms) <= 0) continue;
         if (t->pf[0].revents) {
             uint64_t v;
             if (read(t->stop_fd, &v, sizeof(v)) < 0) { /* drained: stop_at says what to do */
@@ -305,7 +312,7 @@ cc_status_t cc__wtcp_stop(struct cc_window *w, uint64_t deadline_ns)
         struct cc__wtcp_hdr h = {CC__WTCP_MAGIC, CC__WTCP_BYE, 0, w->id, ++t->tx_seq[p], 0, 0};
         struct iovec iov = {&h, sizeof(h)};
         int err;
-        if (cc__wtcp_write(t->tx[p], &iov, 1, deadline_ns, NULL, -1, &err) != CC_OK)
+        if (cc__wtcp_write(t->tx[p], &iov, 1, 0, deadline_ns, NULL, -1, &err) != CC_OK)
             cc_log_debug(CC_SUBSYS_TCP, "window %u: no bye to rank %d: %s", w->id, p,
                          strerror(err));
     }

@@ -119,6 +119,7 @@ struct cc__wtcp {
     _Atomic uint64_t stop_at;  /* ... or at this time (UINT64_MAX: none) */
     struct pollfd *pf;         /* the thread's poll set */
     int *pf_rank;
+    _Atomic uint64_t sleeps;   /* blocking polls the thread entered (tests: one per put+signal) */
     pthread_t thread;
     int started;
 };
@@ -127,11 +128,12 @@ struct cc__wtcp {
  * Socket I/O with a deadline (CLOCK_MONOTONIC ns, UINT64_MAX: none) on a non-blocking fd:
  * abort (when not NULL) ends a wait with its value once set, stop_fd (when >= 0) with
  * CC_ERR_ABORTED once readable. A closed or reset connection is CC_ERR_PEER_LOST (*err: the
- * errno, 0 for EOF). write consumes iov.
+ * errno, 0 for EOF). write consumes iov; with more (MSG_MORE) the kernel may hold the last
+ * partial segment until the next write without it.
  */
 cc_status_t cc__wtcp_await(int fd, short events, uint64_t deadline, _Atomic int *abort,
                            int stop_fd);
-cc_status_t cc__wtcp_write(int fd, struct iovec *iov, int niov, uint64_t deadline,
+cc_status_t cc__wtcp_write(int fd, struct iovec *iov, int niov, int more, uint64_t deadline,
                            _Atomic int *abort, int stop_fd, int *err);
 cc_status_t cc__wtcp_read(int fd, void *buf, size_t len, uint64_t deadline, _Atomic int *abort,
                           int *err);

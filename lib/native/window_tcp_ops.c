@@ -43,7 +43,7 @@ cc_status_t cc__wtcp_await(int fd, short events, uint64_t deadline, _Atomic int 
     }
 }
 
-cc_status_t cc__wtcp_write(int fd, struct iovec *iov, int niov, uint64_t deadline,
+cc_status_t cc__wtcp_write(int fd, struct iovec *iov, int niov, int more, uint64_t deadline,
                            _Atomic int *abort, int stop_fd, int *err)
 {
     *err = 0;
@@ -53,7 +53,7 @@ cc_status_t cc__wtcp_write(int fd, struct iovec *iov, int niov, uint64_t deadlin
             continue;
         }
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t k = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        ssize_t k = sendmsg(fd, &mh, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
         if (k > 0) {
             for (size_t left = (size_t)k; left;) {
                 size_t d = left < iov->iov_len ? left : iov->iov_len;
@@ -151,7 +151,7 @@ static int reply(struct cc__wtcp_rx *rx, uint16_t type, const void *data, uint64
     struct cc__wtcp_hdr a = {CC__WTCP_MAGIC, type, 0, rx->win, rx->h.seq, rx->h.off, bytes};
     struct iovec iov[2] = {{&a, sizeof(a)}, {(void *)(uintptr_t)data, (size_t)bytes}};
     int err;
-    cc_status_t st = cc__wtcp_write(rx->fd, iov, 2, UINT64_MAX, NULL, rx->stop_fd, &err);
+    cc_status_t st = cc__wtcp_write(rx->fd, iov, 2, 0, UINT64_MAX, NULL, rx->stop_fd, &err);
     if (st == CC_OK) return 0;
     return end(rx, st, st == CC_ERR_ABORTED ? "the window is being destroyed" : strerror(err));
 }
@@ -245,8 +245,11 @@ static cc_status_t request(cc__native_t *nc, cc__op_t *op, uint16_t type, const 
         CC__WTCP_MAGIC,           type, 0, w->id, ++t->tx_seq[peer], data ? op->info.out_count : 0,
         data ? op->info.bytes : 0};
     struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)(uintptr_t)payload, payload ? h.bytes : 0}};
-    cc_status_t st =
-        cc__wtcp_write(t->tx[peer], iov, 2, op->deadline_ns, &nc->abort_reason, -1, &err);
+    /* A PUT's tail may wait in the kernel for the next request (MSG_MORE): it becomes visible
+     * by the signal, flush, get or bye that follows it anyway, and then travels in the same
+     * segment, so the target's thread wakes once for a put and its signal, not twice. */
+    cc_status_t st = cc__wtcp_write(t->tx[peer], iov, 2, type == CC__WTCP_PUT, op->deadline_ns,
+                                    &nc->abort_reason, -1, &err);
     return st == CC_OK ? st : broke(op, t, st, err, "sending to");
 }
 

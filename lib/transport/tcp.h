@@ -92,6 +92,7 @@ struct cc__tcp_state {
     uint64_t rndv;             /* CCOMM_TCP_RNDV_THRESHOLD (0: never) */
     struct epoll_event ev[64]; /* events a sleep returned, for the next progress */
     int nev;
+    unsigned idle_polls; /* direct-read passes that moved nothing (tcp_msg.c) */
     struct cc__tcp_peer *tp;
     int ntp;
 };

@@ -29,6 +29,8 @@
 #include "base/config.h"
 #include "engine/comm.h"
 #include "native/native.h"
+#include "native/window.h"
+#include "native/window_tcp.h"
 #include "test_coll_util.h"
 
 #define BIG    ((size_t)(1u << 20) + 3)
@@ -339,6 +341,44 @@ static int rank_wake(int rank, int size, const char *addr, void *arg)
     return cc_comm_destroy(comm) != CC_OK;
 }
 
+/*
+ * A put and its signal are two requests on the wire: the target's progress thread must take
+ * both in one wake-up, not sleep between them (the put's tail waits in the origin's kernel
+ * for the signal, MSG_MORE, and both travel in one segment). A ping-pong of NR put+signal
+ * rounds: each thread sleeps about once per round; one that is woken by the put and again by
+ * its signal sleeps about twice per round (76 times over 40 rounds, measured before).
+ */
+static int rank_one_wake(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg, (void)size;
+    enum { NR = 40 };
+    setenv("CCOMM_TCP_SPIN_US", "0", 1); /* waiters sleep at once: nobody spins for the CPU */
+    cc__config_reload();
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    int64_t slot = 0, v = 0;
+    cc_window_t *w = NULL;
+    TC_REQUIRE(cc_window_create(comm, &slot, sizeof(slot), NULL, &w) == CC_OK, "create");
+    TC_REQUIRE(w->tcp, "rank %d: the window is not over tcp", rank);
+    TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    uint64_t before = atomic_load(&w->tcp->sleeps);
+    for (int i = 0; i < NR; i++) {
+        if (rank == 1) TC_REQUIRE(wait_sig(w, 0, (uint64_t)i + 1) == CC_OK, "wait %d", i);
+        v = i * 2 + rank;
+        TC_REQUIRE(cc_window_put(w, &v, sizeof(v), 1 - rank, 0, NULL, NULL) == CC_OK, "put");
+        TC_REQUIRE(cc_window_signal(w, 1 - rank, NULL, NULL) == CC_OK, "signal");
+        if (rank == 0) TC_REQUIRE(wait_sig(w, 1, (uint64_t)i + 1) == CC_OK, "wait %d", i);
+        TC_REQUIRE(slot == i * 2 + (1 - rank), "round %d: slot %lld", i, (long long)slot);
+    }
+    uint64_t sleeps = atomic_load(&w->tcp->sleeps) - before;
+    fprintf(stderr, "rank %d: window thread slept %llu times over %d put+signal\n", rank,
+            (unsigned long long)sleeps, NR);
+    TC_REQUIRE(sleeps <= NR + NR / 4, "rank %d: the window thread slept %llu times for %d put+signal "
+               "(it sleeps between a put and its signal)", rank, (unsigned long long)sleeps, NR);
+    TC_REQUIRE(cc_window_destroy(w) == CC_OK, "destroy");
+    return cc_comm_destroy(comm) != CC_OK;
+}
+
 /* Rank 1 dies (SIGKILL) while rank 0 waits for its signal: PEER_LOST long before the
  * 20 s timeout of the wait, naming the peer, and no hang in what follows. */
 static int rank_killed(int rank, int size, const char *addr, void *arg)
@@ -478,7 +518,8 @@ int main(void)
                        wake_tcp = {2, "tcp", rank_wake, 60},
                        pending_tcp = {4, "tcp", rank_pending, 60},
                        fds_tcp = {4, "tcp", rank_fds, 90}, mixed = {3, "auto", rank_mixed, 120},
-                       forever_tcp = {2, "tcp", rank_no_deadline, 30};
+                       forever_tcp = {2, "tcp", rank_no_deadline, 30},
+                       one_wake_tcp = {2, "tcp", rank_one_wake, 60};
     static const char *shm = "auto", *tcp = "tcp";
     const struct CMUnitTest tests[] = {
         {"two", run_job, NULL, NULL, &two},
@@ -497,6 +538,7 @@ int main(void)
         {"fds_tcp", run_job, NULL, NULL, &fds_tcp},
         {"mixed", run_job, NULL, NULL, &mixed},
         {"no_deadline_tcp", run_job, NULL, NULL, &forever_tcp},
+        {"one_wake_tcp", run_job, NULL, NULL, &one_wake_tcp},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

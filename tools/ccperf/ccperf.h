@@ -77,6 +77,9 @@ typedef struct perf_coll {
 
 /* colls.c */
 const perf_coll_t *perf_coll_find(const char *name);
+/* put: destroy the last size's window (collective; before the comm goes: its peers would
+ * otherwise see the connection end without the destroy's goodbye and log it). */
+void perf_put_release(void);
 const char *perf_coll_names(void); /* "allreduce broadcast ..." */
 
 /* data.c: the value rank r contributes at logical element j, exact in every dtype. */

@@ -244,6 +244,12 @@ static cc_status_t put_window_for(perf_ctx_t *x, size_t span)
     return CC_OK;
 }
 
+void perf_put_release(void)
+{
+    if (g_put.win) cc_window_destroy(g_put.win);
+    g_put.win = NULL;
+}
+
 /* Ring: every rank puts into rank + 1 and (signal mode) waits for rank - 1. One origin
  * (osu_put_latency's pattern): rank 0 puts into rank 1, which waits; the others only create
  * the window. Put j of the window goes to slot j mod slots, from the same slot of sendbuf. */

@@ -191,6 +191,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = perf_run(&o, c, comm);
+    if (rc == 0) perf_put_release();
     cs = cc_comm_destroy(comm);
     return rc ? rc : (cs != CC_OK);
 }

@@ -118,6 +118,9 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 4, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * K - 4, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
     EXPECT(&nc, CC_OP_BROADCAST, 128 * K - 4, "binomial");
     EXPECT(&nc, CC_OP_BROADCAST, 128 * K, "ring");
     EXPECT(&nc, CC_OP_ALLGATHER, 64 * K - 4, "bruck");
