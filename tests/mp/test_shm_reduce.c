@@ -5,6 +5,9 @@
  *  - every dtype/op pair the kernels support x counts 0, 1, 7, 1000 x in
  *    and out of place x buffers off the 64-byte boundary, against a
  *    reference each rank computes; 1M+3 elements for a spread of pairs;
+ *  - the arena's staging size (the automatic choice runs flat through it):
+ *    staged bytes one element short of, at and one past CC__ARENA_DATA,
+ *    chosen automatically and each algorithm forced;
  *  - determinism: random floats (float32, float16, bfloat16, float64) give
  *    the same bits on every rank, in both algorithms, in and out of place,
  *    and reduce / reduce_scatter give allreduce's bits for their part.
@@ -18,6 +21,7 @@
 
 #include "kernels/kernels.h"
 #include "test_coll_util.h"
+#include "transport/arena.h"
 
 static const char *const algos[] = {"shm_flat", "shm_cma"};
 
@@ -222,6 +226,32 @@ static int determinism(cc_comm_t *comm)
     return bits_case(comm, CC_FLOAT32, CC_SUM, (1u << 19) + 5);
 }
 
+/* Counts whose staged bytes are one element short of, at and past the staging area. */
+static int staging_edge(struct tcase *c)
+{
+    static const char *const how[] = {"", "shm_flat", "shm_cma"};
+    c->dt = CC_FLOAT32;
+    c->op = CC_SUM;
+    c->es = cc_dtype_size(c->dt);
+    for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
+        /* reduce_scatter stages its whole input: n blocks of `count`. */
+        size_t per = colls[f].type == CC_OP_REDUCE_SCATTER ? (size_t)c->n : 1;
+        size_t edge = CC__ARENA_DATA / (c->es * per);
+        for (int h = 0; h < 3; h++)
+            for (int d = -1; d <= 1; d++) {
+                c->count = edge + (size_t)d;
+                c->inplace = d != 0;
+                c->off = c->es;
+                c->root = c->n - 1;
+                c->algo = h ? how[h] : "(automatic)";
+                tc_force(c->comm, colls[f].type, how[h]);
+                if (colls[f].fn(c)) return 1;
+            }
+        tc_force(c->comm, colls[f].type, "");
+    }
+    return 0;
+}
+
 static int rank_main(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -232,7 +262,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
         c.algo = algos[a];
         if (matrix(&c)) return 1;
     }
-    if (determinism(comm)) return 1;
+    if (staging_edge(&c) || determinism(comm)) return 1;
     TC_REQUIRE(cc_comm_destroy(comm) == CC_OK, "destroy");
     return 0;
 }
