@@ -9,8 +9,10 @@
  * that thread, so the pages are faulted before timing); with 2 threads the
  * copies start together behind a barrier and a run lasts until both end.
  * "GB/s per thread" counts bytes copied (or set) per second by one thread,
- * a run lasting until its slowest thread ends; "traffic GB/s" counts what memory moved for all threads together (each copied byte is
- * read once and written once: 2x, not counting a write-allocate read).
+ * a run lasting until its slowest thread ends; "traffic GB/s" counts what
+ * memory moved for all threads together (each copied byte is read once and
+ * written once: 2x; glibc's memcpy of this size stores past the cache, so
+ * there is no write-allocate read).
  * memset is there too: the cost of writing alone.
  */
 #include <errno.h>

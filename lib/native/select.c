@@ -64,7 +64,8 @@ typedef struct cc__algo_row {
  * Measured 2026-12-01 17:50 UTC, load 4.5-6 on 2 CPUs, medians of both
  * placements over 4 launches (2 ranks) / 3 launches (4 ranks), flat and cma
  * alternating, us at 16 / 32 / 64 KiB:
- *   CCOMM_ALGO_<COLL>=shm_flat|shm_cma ccrun -n 2 ccperf <coll> -b 16K -e 64K -f 2 -n 200 -w 20 -c 0
+ *   CCOMM_ALGO_<COLL>=shm_flat|shm_cma ccrun -n 2 ccperf <coll> -b 16K -e 64K -f 2 -n 200 -w 20
+ *     -c 0
  *   2 ranks  allreduce      flat 7.7 / 14.1 / 58.5   cma 38.0 / 85.9 / 142.1
  *            reduce         flat 3.4 / 6.3 / 12.8    cma 49.0 / 80.8 / 143.7
  *            reduce_scatter flat 4.7 / 7.3 / 14.6    cma 18.5 / 66.5 / 76.8
@@ -77,6 +78,18 @@ typedef struct cc__algo_row {
  * progress, done) where flat has one. Gather and scatter were mixed at 2
  * ranks (gather 64 KiB flat 9.2, cma 8.5; scatter 32 KiB flat 13.0, cma
  * 5.1) and keep 16 KiB.
+ *
+ * Above flat, allreduce streams through the staging area (shm_stream) on any
+ * rank count; shm_cma is kept for CCOMM_ALGO_ALLREDUCE. Measured 2026-12-01
+ * 17:58-18:01 UTC, load 5-7, medians of the out-of-place column, us, stream
+ * and cma alternating with Open MPI (mpi_bench, vader) in the same launches:
+ *   CCOMM_ALGO_ALLREDUCE=shm_stream|shm_cma ccrun -n N ccperf allreduce -b 128K -e 32M -f 4
+ *     -n 20 -w 2 -c 0   (4 launches at 2 ranks, 3 at 4, -n 10)
+ *   2 ranks  128K / 512K / 2M / 8M / 32M: stream 47 / 164 / 885 / 5640 / 21219
+ *            cma 85 / 1259 / 4428 / 14937 / 65595; Open MPI 164 / 1084 / 6242 / 27309 / 121534
+ *   4 ranks  stream 331 / 526 / 3902 / 7815 / 42301; cma 207 / 662 / 4140 / 16096 / 69313;
+ *            Open MPI 713 / 2962 / 6945 / 34087 / 216540
+ * (4 ranks at 128 KiB: launches 413 / 116 / 331 against 1147 / 177 / 207, within the spread.)
  */
 static const cc__algo_row_t rows[] = {
     {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
