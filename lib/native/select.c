@@ -58,14 +58,47 @@ typedef struct cc__algo_row {
  *     cma 50.7/63.8/81.6; broadcast flat 11.8/13.6/24.3, cma 23.6/27.3/40.9
  * One copy out of the arena beats a process_vm_readv (a syscall, page
  * pinning) and the root's wait for its reader until the data stops fitting.
+ *
+ * Allreduce, reduce, reduce_scatter and allgather went the same way (they
+ * switched at 16 KiB; their flat bodies stage at most the op's bytes).
+ * Measured 2026-12-01 17:50 UTC, load 4.5-6 on 2 CPUs, medians of both
+ * placements over 4 launches (2 ranks) / 3 launches (4 ranks), flat and cma
+ * alternating, us at 16 / 32 / 64 KiB:
+ *   CCOMM_ALGO_<COLL>=shm_flat|shm_cma ccrun -n 2 ccperf <coll> -b 16K -e 64K -f 2 -n 200 -w 20
+ *     -c 0
+ *   2 ranks  allreduce      flat 7.7 / 14.1 / 58.5   cma 38.0 / 85.9 / 142.1
+ *            reduce         flat 3.4 / 6.3 / 12.8    cma 49.0 / 80.8 / 143.7
+ *            reduce_scatter flat 4.7 / 7.3 / 14.6    cma 18.5 / 66.5 / 76.8
+ *            allgather      flat 4.5 / 6.9 / 11.7    cma 4.9 / 6.0 / 17.0 (6 launches)
+ *   4 ranks  allreduce      flat 15.6 / 22.1 / 40.7  cma 154.6 / 130.9 / 229.4
+ *            reduce         flat 12.2 / 27.2 / 50.8  cma 111.2 / 142.7 / 219.3
+ *            reduce_scatter flat 23.0 / 38.2 / 33.8  cma 99.9 / 106.3 / 152.6
+ *            allgather      flat 17.1 / 19.8 / 22.5  cma 78.5 / 66.6 / 114.5
+ * cma pays a syscall per peer and piece and two or three hand-overs (arrival,
+ * progress, done) where flat has one. Gather and scatter were mixed at 2
+ * ranks (gather 64 KiB flat 9.2, cma 8.5; scatter 32 KiB flat 13.0, cma
+ * 5.1) and keep 16 KiB.
+ *
+ * Above flat, allreduce streams through the staging area (shm_stream) on any
+ * rank count; shm_cma is kept for CCOMM_ALGO_ALLREDUCE. Measured 2026-12-01
+ * 17:58-18:01 UTC, load 5-7, medians of the out-of-place column, us, stream
+ * and cma alternating with Open MPI (mpi_bench, vader) in the same launches:
+ *   CCOMM_ALGO_ALLREDUCE=shm_stream|shm_cma ccrun -n N ccperf allreduce -b 128K -e 32M -f 4
+ *     -n 20 -w 2 -c 0   (4 launches at 2 ranks, 3 at 4, -n 10)
+ *   2 ranks  128K / 512K / 2M / 8M / 32M: stream 47 / 164 / 885 / 5640 / 21219
+ *            cma 85 / 1259 / 4428 / 14937 / 65595; Open MPI 164 / 1084 / 6242 / 27309 / 121534
+ *   4 ranks  stream 331 / 526 / 3902 / 7815 / 42301; cma 207 / 662 / 4140 / 16096 / 69313;
+ *            Open MPI 713 / 2962 / 6945 / 34087 / 216540
+ * (4 ranks at 128 KiB: launches 413 / 116 / 331 against 1147 / 177 / 207, within the spread.)
  */
 static const cc__algo_row_t rows[] = {
     {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
     {CC_OP_RECV, "direct", cc__recv_direct, ANY, 0, 0, 0},
     {CC_OP_BARRIER, "shm", cc__barrier_shm, SHM, 0, 0, 0},
     {CC_OP_BARRIER, "dissemination", cc__barrier_dissemination, ANY, 0, 0, 0},
-    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 16 * K, 0},
-    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 64 * K + 1, 0},
+    {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
@@ -82,16 +115,16 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 16 * K, 0},
     {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
-    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
     {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
-    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
     {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 64 * K, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
-    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 16 * K, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0},
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0},

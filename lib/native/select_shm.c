@@ -8,6 +8,9 @@
  *   shm_cma asked, no single copy between ranks: shm_flat if it fits;
  *   otherwise (no arena): the transport's algorithm for the collective.
  *
+ * A body that needs the arena only (shm_stream) runs through
+ * cc__shm_run_body: the transport's algorithm stands in without an arena.
+ *
  * The op's `algorithm` then names what really ran (the POST hooks and the
  * flight recorder's end state see it).
  */
@@ -60,6 +63,13 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
                                  : (fits ? flat : single ? cma : NULL);
     if (!body) return net_stand_in(nc, op);
     if (body != (want_cma ? cma : flat)) op->info.algorithm = body == cma ? "shm_cma" : "shm_flat";
+    cc__arena_op_t ao = {.seq = 0};
+    return cc__arena_end(&ao, body(nc, op, &ao));
+}
+
+cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body)
+{
+    if (!nc->arena) return net_stand_in(nc, op);
     cc__arena_op_t ao = {.seq = 0};
     return cc__arena_end(&ao, body(nc, op, &ao));
 }

@@ -52,11 +52,17 @@ cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, 
 typedef cc_status_t (*cc__shm_body)(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao);
 cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
                         cc__shm_body cma);
+/* The same for a body with no alternative but the transport's algorithm (no arena). */
+cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body);
+/* Elements per piece of shm_stream on n ranks (allreduce_stream_shm.c). */
+size_t cc__shm_stream_piece(int n, size_t es);
 
 /* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
  * buffers in place (large). */
 cc_status_t cc__allreduce_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allreduce_shm_cma(cc__native_t *nc, cc__op_t *op);
+/* stream (large): through the arena's staging area, no process_vm_readv (allreduce_stream_shm.c). */
+cc_status_t cc__allreduce_shm_stream(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);

@@ -95,11 +95,11 @@ struct row {
 };
 
 static const struct row rows[] = {
-    {1, CC_OP_ALLREDUCE, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_ALLREDUCE, 64 * K + 1, "shm_flat", "shm_stream"},
     {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_cma"}, /* flat while it fits the arena */
-    {1, CC_OP_REDUCE, 16 * K, "shm_flat", "shm_cma"},
-    {1, CC_OP_ALLGATHER, 16 * K, "shm_flat", "shm_cma"},
-    {1, CC_OP_REDUCE_SCATTER, 16 * K, "shm_flat", "shm_cma"},
+    {1, CC_OP_REDUCE, 64 * K + 1, "shm_flat", "shm_cma"},
+    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_cma"},
+    {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma"},
     {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma"},
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma"},
     {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma"},

@@ -1,10 +1,15 @@
 /*
  * test_shm_reduce.c - the shared-memory reducing algorithms (shm_flat and
- * shm_cma of allreduce, reduce and reduce_scatter in lib/native),
+ * shm_cma of allreduce, reduce and reduce_scatter in lib/native, and
+ * allreduce's shm_stream),
  * each forced in turn on 2, 3, 4 and 8 forked ranks of one host:
  *  - every dtype/op pair the kernels support x counts 0, 1, 7, 1000 x in
  *    and out of place x buffers off the 64-byte boundary, against a
  *    reference each rank computes; 1M+3 elements for a spread of pairs;
+ *  - shm_stream's piece and share edges and its non-temporal output path;
+ *  - the arena's staging size (the automatic choice runs flat through it):
+ *    staged bytes one element short of, at and one past CC__ARENA_DATA,
+ *    chosen automatically and each algorithm forced;
  *  - determinism: random floats (float32, float16, bfloat16, float64) give
  *    the same bits on every rank, in both algorithms, in and out of place,
  *    and reduce / reduce_scatter give allreduce's bits for their part.
@@ -18,8 +23,17 @@
 
 #include "kernels/kernels.h"
 #include "test_coll_util.h"
+#include "native/shm_algo.h"
+#include "transport/arena.h"
 
-static const char *const algos[] = {"shm_flat", "shm_cma"};
+static const char *const algos[] = {"shm_flat", "shm_cma", "shm_stream"};
+#define NALGOS ((int)(sizeof(algos) / sizeof(algos[0])))
+
+/* shm_stream is an allreduce only. */
+static int applies(cc_op_type_t type, const char *algo)
+{
+    return type == CC_OP_ALLREDUCE || strcmp(algo, "shm_stream") != 0;
+}
 
 struct tcase {
     cc_comm_t *comm;
@@ -140,6 +154,7 @@ static int matrix(struct tcase *c)
                     c->off = c->es * (size_t)(k % 3); /* element-aligned, not line-aligned */
                     c->root = k % c->n;
                     for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
+                        if (!applies(colls[f].type, c->algo)) continue;
                         tc_force(c->comm, colls[f].type, c->algo);
                         if (colls[f].fn(c)) return 1;
                     }
@@ -186,7 +201,7 @@ static int bits_case(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, size_t count
     tc_force(comm, CC_OP_ALLREDUCE, "shm_flat");
     TC_REQUIRE(cc_allreduce(comm, in, ref, count, dt, op, NULL, NULL) == CC_OK, "flat");
     if (same_on_all(comm, ref, bytes, "allreduce shm_flat")) return 1;
-    for (int a = 0; a < 2; a++)
+    for (int a = 0; a < NALGOS; a++)
         for (int inplace = 0; inplace < 2; inplace++) {
             tc_force(comm, CC_OP_ALLREDUCE, algos[a]);
             if (inplace) memcpy(out, in, bytes);
@@ -194,6 +209,7 @@ static int bits_case(cc_comm_t *comm, cc_dtype_t dt, cc_redop_t op, size_t count
                            CC_OK, "allreduce");
             TC_REQUIRE(!memcmp(out, ref, bytes), "%s %s %s count %zu inplace %d: other bits",
                        algos[a], cc_dtype_name(dt), cc_redop_name(op), count, inplace);
+            if (!applies(CC_OP_REDUCE, algos[a])) continue;
             tc_force(comm, CC_OP_REDUCE, algos[a]);
             memset(out, 0, bytes);
             TC_REQUIRE(cc_reduce(comm, in, out, count, dt, op, n - 1, NULL, NULL) == CC_OK, "rd");
@@ -222,17 +238,73 @@ static int determinism(cc_comm_t *comm)
     return bits_case(comm, CC_FLOAT32, CC_SUM, (1u << 19) + 5);
 }
 
+/* Counts whose staged bytes are one element short of, at and past the staging area. */
+static int staging_edge(struct tcase *c)
+{
+    static const char *const how[] = {"", "shm_flat", "shm_cma"};
+    c->dt = CC_FLOAT32;
+    c->op = CC_SUM;
+    c->es = cc_dtype_size(c->dt);
+    for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
+        /* reduce_scatter stages its whole input: n blocks of `count`. */
+        size_t per = colls[f].type == CC_OP_REDUCE_SCATTER ? (size_t)c->n : 1;
+        size_t edge = CC__ARENA_DATA / (c->es * per);
+        for (int h = 0; h < 3; h++)
+            for (int d = -1; d <= 1; d++) {
+                c->count = edge + (size_t)d;
+                c->inplace = d != 0;
+                c->off = c->es;
+                c->root = c->n - 1;
+                c->algo = h ? how[h] : "(automatic)";
+                tc_force(c->comm, colls[f].type, how[h]);
+                if (colls[f].fn(c)) return 1;
+            }
+        tc_force(c->comm, colls[f].type, "");
+    }
+    return 0;
+}
+
+/*
+ * shm_stream's edges: shares of exactly 3 pieces and one element short or
+ * past (the last piece full, then ragged, and a fourth step); outputs of at
+ * least 4 MiB, written with non-temporal stores, off the 16-byte boundary
+ * with a tail of less than a line, in 1- and 4-byte elements.
+ */
+static int stream_edges(struct tcase *c)
+{
+    static const cc_dtype_t dts[] = {CC_UINT8, CC_FLOAT32};
+    tc_force(c->comm, CC_OP_ALLREDUCE, "shm_stream");
+    c->algo = "shm_stream";
+    c->op = CC_SUM;
+    c->root = 0;
+    for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+        c->dt = dts[d];
+        c->es = cc_dtype_size(c->dt);
+        size_t whole = (size_t)c->n * cc__shm_stream_piece(c->n, c->es) * 3;
+        size_t counts[] = {whole - 1, whole, whole + 1, (4u << 20) / c->es + 37};
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+            for (int v = 0; v < 2; v++) {
+                c->count = counts[i];
+                c->inplace = v;
+                c->off = c->es * (size_t)(1 + 2 * v); /* element-aligned, 16-byte misaligned */
+                if (t_allreduce(c)) return 1;
+            }
+    }
+    tc_force(c->comm, CC_OP_ALLREDUCE, "");
+    return 0;
+}
+
 static int rank_main(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
     struct tcase c = {.comm = comm, .r = rank, .n = size};
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < NALGOS; a++) {
         c.algo = algos[a];
         if (matrix(&c)) return 1;
     }
-    if (determinism(comm)) return 1;
+    if (staging_edge(&c) || stream_edges(&c) || determinism(comm)) return 1;
     TC_REQUIRE(cc_comm_destroy(comm) == CC_OK, "destroy");
     return 0;
 }

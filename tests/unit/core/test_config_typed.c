@@ -213,7 +213,7 @@ static void test_bad_value_fails_init(void **state)
     } cases[] = {
         {"CCOMM_GPU_TIMING", "sundial", "is not one of events, cupti, nccl-profiler"},
         {"CCOMM_ALGO_ALLREDUCE", "warp",
-         "is not one of auto, shm_flat, shm_cma, recursive_doubling, halving_doubling, ring"},
+         "is not one of auto, shm_flat, shm_stream, shm_cma, recursive_doubling, halving_doubling, ring"},
         {"CCOMM_CLOG_EVENTS", "Q,X", "\"X\" is not one of ALL, Q, S, E, W, A"},
         {"CCOMM_TIMEOUT", "thirty", "is not an integer"},
         {"CCOMM_SHM_RING_SIZE", "1Q", "is not a size"},

@@ -92,15 +92,19 @@ static void test_shm_rows_by_size(void **state)
     (void)state;
     cc__native_t nc = engine_of(4, CC__TPM_SHM);
     EXPECT(&nc, CC_OP_ALLREDUCE, 4, "shm_flat");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K - 4, "shm_flat");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "shm_cma");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 64u << 20, "shm_cma");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 64 * K, "shm_flat"); /* flat while it fits the arena */
+    EXPECT(&nc, CC_OP_ALLREDUCE, 64 * K + 4, "shm_stream");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 64u << 20, "shm_stream");
     EXPECT(&nc, CC_OP_BROADCAST, 64 * K, "shm_flat"); /* 64 KiB itself stays flat */
     EXPECT(&nc, CC_OP_BROADCAST, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K + 4, "shm_cma");
-    EXPECT(&nc, CC_OP_REDUCE, 16 * K - 4, "shm_flat");
-    EXPECT(&nc, CC_OP_REDUCE, 16 * K, "shm_cma");
+    EXPECT(&nc, CC_OP_REDUCE, 64 * K, "shm_flat");
+    EXPECT(&nc, CC_OP_REDUCE, 64 * K + 4, "shm_cma");
+    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "shm_flat");
+    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "shm_cma");
+    EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K, "shm_flat");
+    EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_BARRIER, 0, "shm");
     EXPECT(&nc, CC_OP_SEND, 4, "direct");
     /* No shared-memory row for the v forms: the transport's algorithm. */
