@@ -1,0 +1,70 @@
+#!/bin/bash
+# bench/obs_modes.sh - the observability tax of several builds and settings
+# side by side: bench/obs_tax.c's 8-byte allreduce under each MODE in turn,
+# launch after launch (the modes alternate, so all see the same load), and
+# per mode the median over launches of each launch's median round and of its
+# fastest round, in ns per op. Only figures of one run compare.
+#
+#   bench/obs_modes.sh "off:build:CCOMM_RECORDER_ENTRIES=0 CCOMM_LTTNG=0" "on:build:CLOG" \
+#                      "on_old:/tmp/old/build:CLOG"
+#
+# A MODE is NAME:BUILD:SETTINGS; SETTINGS are VAR=value words for that
+# mode's runs, and the word CLOG attaches clog (CCOMM_CLOG to a file of this
+# run, all events). The recorder and its 4096 entries are on unless the
+# settings turn them off. Options before the modes: --launches N (9),
+# --ranks N (2), --rounds N (21), --ops N (5000 per round, after 10000 warm-up
+# calls; with fewer than ~40000 calls a run ends inside the TSC clock's 20 ms
+# calibration, lib/base/clock.c).
+set -eu
+LAUNCHES=9 RANKS=2 ROUNDS=21 OPS=5000
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --launches) LAUNCHES=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --ops) OPS=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --*) echo "obs_modes.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+for v in "$LAUNCHES" "$RANKS" "$ROUNDS" "$OPS"; do
+    case "$v" in '' | *[!0-9]* | 0)
+        echo "obs_modes.sh: \"$v\" is not a positive integer (--launches, --ranks, --rounds, --ops)" >&2
+        exit 2 ;;
+    esac
+done
+[ $# -gt 0 ] || { echo "obs_modes.sh: no MODE given (see --help)" >&2; exit 2; }
+for m in "$@"; do
+    IFS=: read -r name b _ <<<"$m"
+    [ -n "$name" ] && [ -x "$b/bin/obs_tax" ] && [ -x "$b/bin/ccrun" ] || {
+        echo "obs_modes.sh: mode \"$m\": NAME:BUILD:SETTINGS with BUILD holding bin/obs_tax and bin/ccrun" >&2
+        exit 2
+    }
+done
+FR=$(mktemp -d /dev/shm/ccomm-obsmodes.XXXXXX)
+T=$(mktemp -d /tmp/ccomm-obsmodes.XXXXXX)
+trap 'rm -rf "$FR" "$T"' EXIT
+for l in $(seq "$LAUNCHES"); do
+    for m in "$@"; do
+        IFS=: read -r name b settings <<<"$m"
+        envs=()
+        for w in $settings; do
+            if [ "$w" = CLOG ]; then envs+=("CCOMM_CLOG=$T/clog.$l.%r.%p"); else envs+=("$w"); fi
+        done
+        r=$(env -u CCOMM_CLOG -u CCOMM_RECORDER_ENTRIES -u CCOMM_LTTNG ${envs[@]+"${envs[@]}"} \
+            CCOMM_RECORDER_DIR="$FR" CCOMM_LOG_LEVEL=ERROR \
+            timeout 600 "$b/bin/ccrun" --no-prefix -n "$RANKS" "$b/bin/obs_tax" "$ROUNDS" "$OPS" 2>&1 |
+            awk '$1 == "obs_tax" && $NF != "WRONG" { print $3, $5 }')
+        [ -n "$r" ] || { echo "obs_modes.sh: mode $name, launch $l printed no time" >&2; exit 1; }
+        echo "$name $r" >>"$T/res"
+    done
+done
+echo "obs_modes: ns per 8-byte allreduce, $RANKS ranks, $LAUNCHES launches alternating; medians over launches"
+printf '  %-16s %14s %14s\n' mode "median round" "fastest round"
+for m in "$@"; do
+    name=${m%%:*}
+    med() { awk -v n="$name" -v c="$1" '$1 == n { print $c }' "$T/res" | sort -g |
+            awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    printf '  %-16s %14s %14s\n' "$name" "$(med 2)" "$(med 3)"
+done
