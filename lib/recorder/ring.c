@@ -253,36 +253,55 @@ static inline void prefetch_slot(const cc__fr_ring_t *r, uint64_t rid)
         __builtin_prefetch(p + off, 1, 3);
 }
 
+/*
+ * Claim the next record id and its slot's seqlock: the slot, with *rid and
+ * *seq (the even value the lock held) set, or NULL after CLAIM_TRIES slots
+ * another writer sat on. The id counter is the one shared write every op
+ * makes; relaxed, because the slot's seqlock, not the counter, orders the
+ * entry's words.
+ */
+static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *seq)
+{
+    for (int t = 0; t < CLAIM_TRIES; t++) {
+        uint64_t id = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
+        cc__fr_entry_t *slot = slot_of(r, id);
+        uint64_t s = slot_lock(slot, SPINS_CLAIM);
+        if (!(s & 1)) {
+            *rid = id;
+            *seq = s;
+            return slot;
+        }
+        /* A writer sits on this slot (preempted, or a late update): leave
+         * the id unused rather than wait on the op path. */
+        count(&r->hdr->skipped);
+    }
+    return NULL;
+}
+
+static inline void store_frames(cc__fr_entry_t *slot, const uint64_t *frames, unsigned n)
+{
+    uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
+    for (unsigned i = 0; i < n; i++)
+        st(f + i, frames[i]);
+}
+
 uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames)
 {
     if (e->nframes > r->stack_depth) e->nframes = (uint8_t)r->stack_depth;
-    for (int t = 0; t < CLAIM_TRIES; t++) {
-        /* The one shared write every op makes; relaxed, because the slot's
-         * seqlock, not the counter, orders the entry's words. */
-        uint64_t rid = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
-        cc__fr_entry_t *slot = slot_of(r, rid);
-        uint64_t s = slot_lock(slot, SPINS_CLAIM);
-        if (s & 1) {
-            /* A writer sits on this slot (preempted, or a late update): leave
-             * the id unused rather than wait on the op path. */
-            count(&r->hdr->skipped);
-            continue;
-        }
-        e->record_id = rid;
-        /* Everything after seq, in one pass of word stores: every word is
-         * rewritten, so nothing of the slot's previous op survives. */
-        cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
-        struct cc__fr_slot_names *nm = names_of(r, rid);
-        /* The strings just stored came from no known pointer. */
-        nm->p[0] = nm->p[1] = nm->p[2] = UNKNOWN_NAME;
-        nm->cut = 0;
-        uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
-        for (unsigned i = 0; i < e->nframes; i++)
-            st(f + i, frames[i]);
-        slot_unlock(slot, s, 1);
-        return rid;
-    }
-    return 0;
+    uint64_t rid, s;
+    cc__fr_entry_t *slot = claim(r, &rid, &s);
+    if (!slot) return 0;
+    e->record_id = rid;
+    /* Everything after seq, in one pass of word stores: every word is
+     * rewritten, so nothing of the slot's previous op survives. */
+    cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
+    struct cc__fr_slot_names *nm = names_of(r, rid);
+    /* The strings just stored came from no known pointer. */
+    nm->p[0] = nm->p[1] = nm->p[2] = UNKNOWN_NAME;
+    nm->cut = 0;
+    store_frames(slot, frames, e->nframes);
+    slot_unlock(slot, s, 1);
+    return rid;
 }
 
 /* The fixed part after seq, word by word (a constant count: unrolled, no call). */
@@ -307,35 +326,25 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
     memset(&e, 0, CC__FR_FIXED_BYTES);
     fill_fixed(&e, info, comm_slot, tid, t_enqueue_ns);
     e.nframes = (uint8_t)(nframes < r->stack_depth ? nframes : r->stack_depth);
-    for (int t = 0; t < CLAIM_TRIES; t++) {
-        /* As in cc__fr_ring_pre. */
-        uint64_t rid = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
-        cc__fr_entry_t *slot = slot_of(r, rid);
-        uint64_t s = slot_lock(slot, SPINS_CLAIM);
-        if (s & 1) {
-            count(&r->hdr->skipped);
-            continue;
-        }
-        e.record_id = rid;
-        store_fixed(slot, &e);
-        /* Every word of the slot is rewritten or known to be right: nothing of
-         * its previous op is visible. */
-        struct cc__fr_slot_names *nm = names_of(r, rid);
-        pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
-        pre_name(slot, nm, NAME_TRANSPORT, info->transport);
-        pre_name(slot, nm, NAME_ENGINE, info->engine);
-        st(&slot->gpu_start_ns, 0);
-        st(&slot->gpu_end_ns, 0);
-        /* Reads ""; the GPU path writes the field whole. */
-        __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
-        uint64_t *f = (uint64_t *)(void *)((unsigned char *)slot + CC__FR_FRAME_OFF(0));
-        for (unsigned i = 0; i < e.nframes; i++)
-            st(f + i, frames[i]);
-        slot_unlock(slot, s, 1);
-        prefetch_slot(r, rid + 1);
-        return rid;
-    }
-    return 0;
+    uint64_t rid, s;
+    cc__fr_entry_t *slot = claim(r, &rid, &s);
+    if (!slot) return 0;
+    e.record_id = rid;
+    store_fixed(slot, &e);
+    /* Every word of the slot is rewritten or known to be right: nothing of
+     * its previous op is visible. */
+    struct cc__fr_slot_names *nm = names_of(r, rid);
+    pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
+    pre_name(slot, nm, NAME_TRANSPORT, info->transport);
+    pre_name(slot, nm, NAME_ENGINE, info->engine);
+    st(&slot->gpu_start_ns, 0);
+    st(&slot->gpu_end_ns, 0);
+    /* Reads ""; the GPU path writes the field whole. */
+    __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
+    store_frames(slot, frames, e.nframes);
+    slot_unlock(slot, s, 1);
+    prefetch_slot(r, rid + 1);
+    return rid;
 }
 
 /* The (state, status) word and the (flags, end_tid) word of line 2. */
