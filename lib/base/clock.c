@@ -47,7 +47,8 @@ static _Atomic int g_mode = OFF;
 static _Atomic int g_busy;       /* one thread at a time draws a line */
 static _Atomic uint64_t g_seq;   /* the line's seqlock: odd while it is redrawn */
 static _Atomic uint64_t g_c0, g_t0, g_mult, g_next_c;
-/* The first reading, and the last line's long-run slope from it. */
+/* The first reading: every line's slope is measured from it. Written once, before the
+ * mode leaves OFF. */
 static uint64_t g_first_c, g_first_t;
 
 /*
@@ -183,7 +184,8 @@ static void reanchor(uint64_t c0, uint64_t t0, uint64_t mult)
 void cc__clock_init(int allow_tsc)
 {
     int expect = OFF;
-    if (!allow_tsc || !tsc_trusted()) return;
+    /* Once: a second call (another world in the same process) keeps the first reading. */
+    if (!allow_tsc || atomic_load(&g_mode) != OFF || !tsc_trusted()) return;
     uint64_t c, t, w;
     if (!take_pair(&c, &t, &w, 0)) return;
     g_first_c = c;
