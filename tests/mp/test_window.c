@@ -362,13 +362,20 @@ static int rank_one_wake(int rank, int size, const char *addr, void *arg)
     TC_REQUIRE(w->tcp, "rank %d: the window is not over tcp", rank);
     TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
     uint64_t before = atomic_load(&w->tcp->sleeps);
+    /* Each rank reads its slot right after the wait, before its own signal lets the peer
+     * put the next round's value there. */
     for (int i = 0; i < NR; i++) {
-        if (rank == 1) TC_REQUIRE(wait_sig(w, 0, (uint64_t)i + 1) == CC_OK, "wait %d", i);
+        if (rank == 1) {
+            TC_REQUIRE(wait_sig(w, 0, (uint64_t)i + 1) == CC_OK, "wait %d", i);
+            TC_REQUIRE(slot == i * 2, "round %d: slot %lld", i, (long long)slot);
+        }
         v = i * 2 + rank;
         TC_REQUIRE(cc_window_put(w, &v, sizeof(v), 1 - rank, 0, NULL, NULL) == CC_OK, "put");
         TC_REQUIRE(cc_window_signal(w, 1 - rank, NULL, NULL) == CC_OK, "signal");
-        if (rank == 0) TC_REQUIRE(wait_sig(w, 1, (uint64_t)i + 1) == CC_OK, "wait %d", i);
-        TC_REQUIRE(slot == i * 2 + (1 - rank), "round %d: slot %lld", i, (long long)slot);
+        if (rank == 0) {
+            TC_REQUIRE(wait_sig(w, 1, (uint64_t)i + 1) == CC_OK, "wait %d", i);
+            TC_REQUIRE(slot == i * 2 + 1, "round %d: slot %lld", i, (long long)slot);
+        }
     }
     uint64_t sleeps = atomic_load(&w->tcp->sleeps) - before;
     fprintf(stderr, "rank %d: window thread slept %llu times over %d put+signal\n", rank,
