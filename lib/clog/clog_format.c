@@ -82,23 +82,46 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
                                  "62636465666768697071727374757677787980818283848586878889909192"
                                  "93949596979899";
 
-static void putf_u64(struct out *o, uint64_t v)
+/* Decimal digits of v, at p; returns the end. Pairs from a table, from the end. */
+static inline char *raw_u64(char *p, uint64_t v)
 {
-    char tmp[24];
-    size_t n = sizeof(tmp);
+    unsigned n = 1;
+    uint64_t t = v; /* digits: four at a time, then the top group's by compares */
+    while (t >= 10000) {
+        t /= 10000;
+        n += 4;
+    }
+    n += (t >= 10) + (t >= 100) + (t >= 1000);
+    char *end = p + n, *q = end;
     while (v >= 100) {
         unsigned r = (unsigned)(v % 100);
         v /= 100;
-        n -= 2;
-        memcpy(tmp + n, digits2 + 2 * r, 2);
+        q -= 2;
+        memcpy(q, digits2 + 2 * r, 2);
     }
-    if (v >= 10) {
-        n -= 2;
-        memcpy(tmp + n, digits2 + 2 * v, 2);
-    } else {
-        tmp[--n] = (char)('0' + v);
-    }
-    put(o, tmp + n, sizeof(tmp) - n);
+    if (v >= 10)
+        memcpy(q - 2, digits2 + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
+}
+
+/* "S.UUUUUU" from microseconds. */
+static inline char *raw_us(char *p, uint64_t us)
+{
+    p = raw_u64(p, us / 1000000);
+    unsigned f = (unsigned)(us % 1000000);
+    *p = '.';
+    memcpy(p + 1, digits2 + 2 * (f / 10000), 2);
+    memcpy(p + 3, digits2 + 2 * (f / 100 % 100), 2);
+    memcpy(p + 5, digits2 + 2 * (f % 100), 2);
+    return p + 7;
+}
+
+static void putf_u64(struct out *o, uint64_t v)
+{
+    char tmp[24];
+    put(o, tmp, (size_t)(raw_u64(tmp, v) - tmp));
 }
 
 /* Negated as unsigned so INT64_MIN prints right too. */
@@ -108,17 +131,10 @@ static void putf_i64(struct out *o, int64_t v)
     putf_u64(o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* "S.UUUUUU" from microseconds. */
 static void put_us(struct out *o, uint64_t us)
 {
-    char frac[7];
-    putf_u64(o, us / 1000000);
-    unsigned f = (unsigned)(us % 1000000);
-    frac[0] = '.';
-    memcpy(frac + 1, digits2 + 2 * (f / 10000), 2);
-    memcpy(frac + 3, digits2 + 2 * (f / 100 % 100), 2);
-    memcpy(frac + 5, digits2 + 2 * (f % 100), 2);
-    put(o, frac, 7);
+    char tmp[32];
+    put(o, tmp, (size_t)(raw_us(tmp, us) - tmp));
 }
 
 /* Ids as 16 hex digits, fixed width so lines of one comm line up. */
@@ -156,15 +172,22 @@ static void put_esc(struct out *o, const char *s, size_t limit)
     }
 }
 
-/* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs. */
-static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
+/* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs, at p; returns the end. */
+static inline char *raw_off_nl(char *p, const cc_clog_t *c, uint64_t t)
 {
     /* Unsigned arithmetic both ways: an event before the base gets a '-'. */
     int after = t >= c->base_mono_ns;
-    uint64_t d = after ? t - c->base_mono_ns : c->base_mono_ns - t;
-    put(o, after ? "|+" : "|-", 2);
-    put_us(o, d / 1000);
-    put(o, "\n", 1);
+    p[0] = '|';
+    p[1] = after ? '+' : '-';
+    p = raw_us(p + 2, (after ? t - c->base_mono_ns : c->base_mono_ns - t) / 1000);
+    *p++ = '\n';
+    return p;
+}
+
+static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
+{
+    char tmp[40];
+    put(o, tmp, (size_t)(raw_off_nl(tmp, c, t) - tmp));
 }
 
 struct cc__clog_fmt *cc__clog_fmt_new(void)
@@ -367,42 +390,6 @@ static void put_sig(struct out *o, const struct cc__clog_fmt *f, uint32_t n,
 /* Copy a string literal and step past it (a few moves: the size is a constant). */
 #define RAWL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
-/* Decimal digits of v, at p; returns the end. Pairs from a table, from the end. */
-static inline char *raw_u64(char *p, uint64_t v)
-{
-    unsigned n = 1;
-    uint64_t t = v; /* digits: four at a time, then the top group's by compares */
-    while (t >= 10000) {
-        t /= 10000;
-        n += 4;
-    }
-    n += (t >= 10) + (t >= 100) + (t >= 1000);
-    char *end = p + n, *q = end;
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        q -= 2;
-        memcpy(q, digits2 + 2 * r, 2);
-    }
-    if (v >= 10)
-        memcpy(q - 2, digits2 + 2 * v, 2);
-    else
-        q[-1] = (char)('0' + v);
-    return end;
-}
-
-/* "S.UUUUUU" from microseconds. */
-static inline char *raw_us(char *p, uint64_t us)
-{
-    p = raw_u64(p, us / 1000000);
-    unsigned f = (unsigned)(us % 1000000);
-    *p = '.';
-    memcpy(p + 1, digits2 + 2 * (f / 10000), 2);
-    memcpy(p + 3, digits2 + 2 * (f / 100 % 100), 2);
-    memcpy(p + 5, digits2 + 2 * (f % 100), 2);
-    return p + 7;
-}
-
 /* C<n>|Q, S, E or W (at most CC__CLOG_EVENT_MAX bytes); returns the end. */
 static char *raw_event(char *p, const cc_clog_t *c, uint32_t n, const struct cc__clog_rec *r)
 {
@@ -424,13 +411,7 @@ static char *raw_event(char *p, const cc_clog_t *c, uint32_t n, const struct cc_
         /* A clock that went backwards between threads reads as 0, never as huge. */
         p = raw_us(p, (r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0) / 1000);
     }
-    /* "|+S.UUUUUU\n": the offset from the base; an event before the base gets a '-'. */
-    int after = r->t_ns >= c->base_mono_ns;
-    p[0] = '|';
-    p[1] = after ? '+' : '-';
-    p = raw_us(p + 2, (after ? r->t_ns - c->base_mono_ns : c->base_mono_ns - r->t_ns) / 1000);
-    *p++ = '\n';
-    return p;
+    return raw_off_nl(p, c, r->t_ns);
 }
 
 /* An abort's line: free text, cut like any line. */
