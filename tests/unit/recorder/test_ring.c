@@ -266,13 +266,11 @@ static void test_ring_prefaulted(void **state)
     cc__fr_ring_destroy(r);
 }
 
-/* Tables full: the op path goes on, entries just lack a comm record. */
-static void test_tables_full(void **state)
+/* A ring of `capacity` slots with tables of 2 comms and 4 ranks, at rec_dir/name. */
+static cc__fr_ring_t *small_ring(const char *name, uint32_t capacity, char *path, size_t len)
 {
-    (void)state;
-    char path[400];
-    snprintf(path, sizeof(path), "%s/small.ccfr", rec_dir);
-    cc__fr_ring_params_t p = {.capacity = 8,
+    snprintf(path, len, "%s/%s", rec_dir, name);
+    cc__fr_ring_params_t p = {.capacity = capacity,
                               .comm_capacity = 2,
                               .rank_capacity = 4,
                               .rank = 0,
@@ -281,6 +279,15 @@ static void test_tables_full(void **state)
                               .job_id = "j"};
     cc__fr_ring_t *r = NULL;
     assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    return r;
+}
+
+/* Tables full: the op path goes on, entries just lack a comm record. */
+static void test_tables_full(void **state)
+{
+    (void)state;
+    char path[400];
+    cc__fr_ring_t *r = small_ring("small.ccfr", 8, path, sizeof(path));
     const int32_t eight[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     cc__fr_comm_desc_t a = {1, 0, "a", 2, 0, -1, world2}, b = {2, 0, "b", 8, 0, -1, eight},
                        c = {3, 0, "c", 2, 0, -1, world2};
@@ -317,16 +324,7 @@ static void test_names_cache(void **state)
 {
     (void)state;
     char path[400];
-    snprintf(path, sizeof(path), "%s/names.ccfr", rec_dir);
-    cc__fr_ring_params_t p = {.capacity = 2,
-                              .comm_capacity = 2,
-                              .rank_capacity = 4,
-                              .rank = 0,
-                              .world_size = 2,
-                              .host = "h",
-                              .job_id = "j"};
-    cc__fr_ring_t *r = NULL;
-    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    cc__fr_ring_t *r = small_ring("names.ccfr", 2, path, sizeof(path));
     static const char ring_alg[] = "ring", flat_alg[] = "flat", shm[] = "shm";
     cc__op_t op;
     cc__fr_entry_t e;
@@ -376,11 +374,7 @@ static void test_names_in_place(void **state)
 {
     (void)state;
     char path[400];
-    snprintf(path, sizeof(path), "%s/inplace.ccfr", rec_dir);
-    cc__fr_ring_params_t p = {.capacity = 1, .comm_capacity = 2, .rank_capacity = 4,
-                              .rank = 0, .world_size = 2, .host = "h", .job_id = "j"};
-    cc__fr_ring_t *r = NULL;
-    assert_int_equal(cc__fr_ring_create(path, &p, &r), CC_OK);
+    cc__fr_ring_t *r = small_ring("inplace.ccfr", 1, path, sizeof(path));
     static const char longer[] = "recursive_doubling", rd[] = "rd", shm[] = "shm",
                       native[] = "native", nccl[] = "nccl", abc[] = "abc";
     const cc__fr_entry_t *e = (const cc__fr_entry_t *)(const void *)r->slots;
