@@ -47,7 +47,14 @@ struct cc__clog_fmt {
     /* The last signature found: an op's Q, S and E lines, and a training
      * loop's repeats, share it, so most lines skip the hash and the probe. */
     struct sigkey last;
-    uint32_t last_n; /* 0: none yet */
+    uint32_t last_n;      /* 0: none yet */
+    uint64_t last_op_id;  /* the op of the last line: its next events have the same n */
+    /* The digits of the event lines' numbers as last written (struct dec). */
+    struct dec {
+        uint64_t v;
+        uint32_t len; /* 0: nothing kept yet */
+        char s[24];
+    } d_n, d_op, d_seq, d_sec;
 };
 
 /* An append-only view of the output buffer; never writes past cap. */
@@ -172,6 +179,48 @@ static void put_esc(struct out *o, const char *s, size_t limit)
     }
 }
 
+/*
+ * The digits of v at p, through the cache d: an op's Q, S and E lines repeat
+ * its op_id and seq, the next op's are one more, and the seconds of offsets
+ * change once a second, so most numbers are a copy or a one-digit step
+ * instead of a division per two digits (bench/obs_instr.sh: they were half
+ * of the writer's instructions). Writes 24 bytes at p whatever v's length:
+ * callers have CC__CLOG_EVENT_MAX bytes of room.
+ */
+static inline char *dec_put(struct dec *d, char *p, uint64_t v)
+{
+    if (__builtin_expect(v != d->v || !d->len, 0)) {
+        uint32_t i = 0; /* 0: write all digits (no cache, a jump, or 9..9 + 1) */
+        if (d->len && v == d->v + 1) { /* add one in place: carry through the trailing 9s */
+            i = d->len;
+            while (i > 0 && d->s[i - 1] == '9')
+                d->s[--i] = '0';
+            if (i > 0) d->s[i - 1]++;
+        }
+        if (!i) d->len = (uint32_t)(raw_u64(d->s, v) - d->s);
+        d->v = v;
+    }
+    memcpy(p, d->s, sizeof(d->s));
+    return p + d->len;
+}
+
+/* As raw_off_nl, with the seconds through the writer's cache. */
+static inline char *raw_off_nl_f(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint64_t t)
+{
+    int after = t >= c->base_mono_ns;
+    uint64_t us = (after ? t - c->base_mono_ns : c->base_mono_ns - t) / 1000;
+    unsigned fr = (unsigned)(us % 1000000);
+    p[0] = '|';
+    p[1] = after ? '+' : '-';
+    p = dec_put(&f->d_sec, p + 2, us / 1000000);
+    *p = '.';
+    memcpy(p + 1, digits2 + 2 * (fr / 10000), 2);
+    memcpy(p + 3, digits2 + 2 * (fr / 100 % 100), 2);
+    memcpy(p + 5, digits2 + 2 * (fr % 100), 2);
+    p[7] = '\n';
+    return p + 8;
+}
+
 /* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs, at p; returns the end. */
 static inline char *raw_off_nl(char *p, const cc_clog_t *c, uint64_t t)
 {
@@ -254,6 +303,11 @@ static int sig_grow(struct cc__clog_fmt *f)
  */
 static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r, int *fresh)
 {
+    *fresh = 0;
+    /* The same op as the last line (its S after its Q, its E after its S): the same
+     * signature. op_ids are never reused within a process. */
+    if (f->last_n && r->op_id == f->last_op_id) return f->last_n;
+    f->last_op_id = r->op_id;
     struct sigkey k;
     memset(&k, 0, sizeof(k)); /* padding takes part in nothing, but keep it defined */
     k.comm_id = r->comm_id;
@@ -264,7 +318,6 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     k.type = r->type;
     k.dtype = r->dtype;
     k.redop = r->redop;
-    *fresh = 0;
     if (f->last_n && sig_eq(&f->last, &k)) return f->last_n;
     if ((f->nsig + 1) * 2 > f->sigcap && sig_grow(f) != 0) return 0;
     size_t j = sig_hash(&k) & (f->sigcap - 1);
@@ -391,27 +444,32 @@ static void put_sig(struct out *o, const struct cc__clog_fmt *f, uint32_t n,
 #define RAWL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 /* C<n>|Q, S, E or W (at most CC__CLOG_EVENT_MAX bytes); returns the end. */
-static char *raw_event(char *p, const cc_clog_t *c, uint32_t n, const struct cc__clog_rec *r)
+static char *raw_event(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint32_t n,
+                       const struct cc__clog_rec *r)
 {
     static const char letters[] = "?QSEWA"; /* indexed by enum cc__clog_kind */
     *p++ = 'C';
-    p = raw_u64(p, n);
+    p = dec_put(&f->d_n, p, n);
     p[0] = '|';
     p[1] = letters[r->kind];
     p = RAWL(p + 2, "|op_id=");
-    p = raw_u64(p, r->op_id);
+    p = dec_put(&f->d_op, p, r->op_id);
     p = RAWL(p, "|seq=");
-    p = raw_u64(p, r->seq);
+    p = dec_put(&f->d_seq, p, r->seq);
     if (r->kind == CC__CLOG_REC_E) {
-        p = RAWL(p, "|status=");
-        const char *st = cc_status_name((cc_status_t)r->status);
-        size_t len = strnlen(st, 64);
-        memcpy(p, st, len);
-        p = RAWL(p + len, "|dur=");
+        if (r->status == CC_OK) {
+            p = RAWL(p, "|status=OK|dur=");
+        } else {
+            p = RAWL(p, "|status=");
+            const char *st = cc_status_name((cc_status_t)r->status);
+            size_t len = strnlen(st, 64);
+            memcpy(p, st, len);
+            p = RAWL(p + len, "|dur=");
+        }
         /* A clock that went backwards between threads reads as 0, never as huge. */
         p = raw_us(p, (r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0) / 1000);
     }
-    return raw_off_nl(p, c, r->t_ns);
+    return raw_off_nl_f(p, f, c, r->t_ns);
 }
 
 /* An abort's line: free text, cut like any line. */
@@ -433,7 +491,8 @@ static void put_abort(struct out *o, const cc_clog_t *c, uint32_t n, const struc
     put_off_nl(o, c, r->t_ns);
 }
 
-static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struct cc__clog_rec *r)
+static void put_event(struct out *o, struct cc__clog_fmt *f, const cc_clog_t *c, uint32_t n,
+                      const struct cc__clog_rec *r)
 {
     if (r->kind == CC__CLOG_REC_A) {
         put_abort(o, c, n, r);
@@ -442,7 +501,7 @@ static void put_event(struct out *o, const cc_clog_t *c, uint32_t n, const struc
     char tmp[CC__CLOG_EVENT_MAX];
     int direct = o->cap - o->len >= sizeof(tmp);
     char *start = direct ? o->p + o->len : tmp;
-    size_t len = (size_t)(raw_event(start, c, n, r) - start);
+    size_t len = (size_t)(raw_event(start, f, c, n, r) - start);
     if (direct)
         o->len += len;
     else
@@ -513,7 +572,7 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
             break;
         }
         if (fresh) put_sig(&o, f, n, rec);
-        put_event(&o, c, n, rec);
+        put_event(&o, f, c, n, rec);
         break;
     }
     default:

@@ -449,6 +449,64 @@ static void test_long_text(void **state)
     lines_free(l);
 }
 
+/*
+ * The writer keeps the digits of the last op_id, seq, signature number and
+ * offset seconds, and steps them by one in place: every carry (9 -> 10, 99 ->
+ * 100, 1999 -> 2000), a jump back, a repeat, the largest values, and offsets
+ * across second boundaries and before the base read as printf writes them.
+ */
+static void test_number_digits(void **state)
+{
+    (void)state;
+    cc_clog_t *c = open_in_tmp("digits.log", CC_CLOG_Q | CC_CLOG_E);
+    announce(c, 0xabcdef0123ull, "world");
+    const uint64_t ids[] = {8, 9, 10, 11, 99, 100, 101, 5, 5, 6, 1999, 2000, 999999, 1000000,
+                            1000001, 18446744073709551614ull, 18446744073709551615ull, 1, 2};
+    /* Offsets in µs: a second's last µs and the next second's first, tens, and before the base. */
+    const int64_t us[] = {999999, 1000000, 1000001, 9999999, 10000000, 2500000, -1, -1000000,
+                          -999999, 0, 59999999, 60000000, 123456789012, 7, 8, 9, 10, 11, 12};
+    enum { N = sizeof(ids) / sizeof(ids[0]) };
+    _Static_assert(sizeof(us) / sizeof(us[0]) == N, "one offset per id");
+    uint64_t b = c->base_mono_ns;
+    for (int i = 0; i < N; i++) {
+        /* Two signatures taking turns now and then: C1 and C2 step back and forth. */
+        cc__op_t op = make_op(CC_OP_ALLREDUCE, ids[i], ids[N - 1 - i], i % 5 == 4 ? 2 : 1);
+        op.info.t_enqueue_ns = (uint64_t)((int64_t)b + us[i] * 1000);
+        op.info.t_start_ns = op.info.t_enqueue_ns;
+        op.info.t_end_ns = op.info.t_enqueue_ns + 1000;
+        op.info.status = i == 3 ? CC_ERR_TIMEOUT : CC_OK;
+        cc__clog_on_pre(&op.info, c);
+        cc__clog_on_post(&op.info, c);
+    }
+    int n;
+    char **l = close_and_read(c, &n);
+    int k = 2; /* after the header and the new_comm line */
+    for (int i = 0; i < N; i++) {
+        if (strstr(l[k], "|sig|")) k++;
+        int sig = i % 5 == 4 ? 2 : 1;
+        uint64_t seq = ids[N - 1 - i];
+        int64_t u = us[i], e = us[i] + 1;
+        char want[256];
+        snprintf(want, sizeof(want), "C%d|Q|op_id=%llu|seq=%llu|%c%lld.%06lld", sig,
+                 (unsigned long long)ids[i], (unsigned long long)seq, u < 0 ? '-' : '+',
+                 (long long)(llabs(u) / 1000000), (long long)(llabs(u) % 1000000));
+        assert_string_equal(l[k], want);
+        k++;
+        snprintf(want, sizeof(want), "C%d|E|op_id=%llu|seq=%llu|status=%s|dur=0.000001|%c%lld.%06lld",
+                 sig, (unsigned long long)ids[i], (unsigned long long)seq,
+                 i == 3 ? "ERR_TIMEOUT" : "OK", e < 0 ? '-' : '+', (long long)(llabs(e) / 1000000),
+                 (long long)(llabs(e) % 1000000));
+        /* An offset just before the base that ends at or after it: the end is +0.000000 or later. */
+        if (u < 0 && e >= 0)
+            snprintf(strrchr(want, '|'), 16, "|+%lld.%06lld", (long long)(e / 1000000),
+                     (long long)(e % 1000000));
+        assert_string_equal(l[k], want);
+        k++;
+    }
+    assert_int_equal(k + 1, n); /* then END */
+    lines_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_path_expansion),
         cmocka_unit_test(test_bad_paths_and_args),
         cmocka_unit_test(test_long_text),
+        cmocka_unit_test(test_number_digits),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tmpdir_remove();
