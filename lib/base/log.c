@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/tls.h"
 
 _Atomic int cc__log_level = CC_LOG_LEVEL_WARN;
 _Atomic uint32_t cc__log_mask = CC_SUBSYS_ALL;
@@ -26,7 +27,7 @@ static char g_path[4096];    /* the log file's name (expanded), for the notice o
 static _Atomic int g_rank = -1;
 static char g_host[64];
 static _Atomic uint64_t g_errors;
-static __thread const char *t_comm;
+static __thread const char *t_comm CC__TLS_HOT;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"NONE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};

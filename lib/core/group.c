@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "core/validate.h"
 #include "core/work.h"
+#include "base/tls.h"
 
 #define MAX_DEPTH 64
 
@@ -33,7 +34,7 @@ static _Thread_local struct {
     int depth;
     struct held *comms;
     int ncomms, cap;
-} tl;
+} tl CC__TLS_HOT; /* cc__group_active is read by every op */
 
 int cc__group_active(void)
 {

@@ -34,6 +34,7 @@
 
 #include "hooks/chain.h"
 #include "base/log.h"
+#include "base/tls.h"
 
 cc__chain_set_t cc__global_hooks;
 
@@ -52,7 +53,7 @@ struct reader {
 static _Atomic uint64_t g_gp = 1;
 static pthread_mutex_t g_reader_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *g_reader_list;
-static __thread struct reader *t_reader;
+static __thread struct reader *t_reader CC__TLS_HOT;
 static pthread_once_t g_reader_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_reader_key;
 static int g_reader_key_ok;
@@ -64,7 +65,7 @@ struct run_frame {
     const cc__chain_set_t *set;
     struct run_frame *up;
 };
-static __thread struct run_frame *t_runs;
+static __thread struct run_frame *t_runs CC__TLS_HOT;
 
 /* Writers: one at a time. The registry maps a handle to where its hook lives. */
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;

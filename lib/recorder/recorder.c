@@ -27,6 +27,7 @@
 #include "recorder/paths.h"
 #include "recorder/recorder.h"
 #include "recorder/ring.h"
+#include "base/tls.h"
 
 #define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
 
@@ -36,7 +37,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
 static cc_hook_handle_t g_sub;
 static int g_slot = -1;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
-static __thread uint32_t t_tid; /* this thread's kernel id, 0 = not asked yet */
+static __thread uint32_t t_tid CC__TLS_HOT; /* this thread's kernel id, 0 = not asked yet */
 
 static inline cc__fr_ring_t *ring(void)
 {
