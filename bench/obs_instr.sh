@@ -11,6 +11,7 @@
 #
 #   bench/obs_instr.sh                 N = 1000
 #   bench/obs_instr.sh --ops 2000 --top 20 --build build-rel
+#   bench/obs_instr.sh --shared        obs_tax_so: linked with libccomm.so
 #
 # Needs valgrind (apt-get install valgrind). Instructions are not time: an
 # instruction that misses the cache costs more than one that hits, so this
@@ -22,11 +23,13 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=build
 OPS=1000
 TOP=15
+BIN=obs_tax
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) BUILD=$2; shift ;;
     --ops) OPS=$2; shift ;;
     --top) TOP=$2; shift ;;
+    --shared) BIN=obs_tax_so ;;
     -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "obs_instr.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -39,9 +42,9 @@ for v in "$OPS" "$TOP"; do
 done
 command -v valgrind >/dev/null || { echo "obs_instr.sh: valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
-if [ ! -x "$BUILD/bin/obs_tax" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
+if [ ! -x "$BUILD/bin/$BIN" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
     cmake -S "$SRC" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j2 --target obs_tax ccrun >/dev/null
+    cmake --build "$BUILD" -j2 --target "$BIN" ccrun >/dev/null
 fi
 TMP=$(mktemp -d /tmp/ccomm-obsinstr.XXXXXX)
 FR=$(mktemp -d /dev/shm/ccomm-obsinstr.XXXXXX)
@@ -63,7 +66,7 @@ run() { # mode ops
     "$@" CCOMM_RECORDER_DIR="$FR" CCOMM_LOG_LEVEL=ERROR CCOMM_TIMEOUT=600 \
         valgrind --tool=callgrind --fair-sched=yes --trace-children=yes --separate-threads=yes \
         --callgrind-out-file="$TMP/$m.$n/cg.%p" \
-        "$BUILD/bin/ccrun" --no-prefix -n 1 "$BUILD/bin/obs_tax" 1 "$n" >"$TMP/$m.$n.log" 2>&1 ||
+        "$BUILD/bin/ccrun" --no-prefix -n 1 "$BUILD/bin/$BIN" 1 "$n" >"$TMP/$m.$n.log" 2>&1 ||
         { echo "obs_instr.sh: the $m run of $n ops failed:" >&2; tail -5 "$TMP/$m.$n.log" >&2; exit 1; }
     # valgrind runs one thread at a time: without --fair-sched the op thread may fill clog's
     # ring before the writer runs, and the dropped events would vanish from the writer's count.
@@ -87,7 +90,7 @@ self_costs() { # files...
 
 rank_files() { # dir thread(main|other)
     for f in "$1"/cg.*; do
-        grep -q '^cmd: *[^ ]*/obs_tax ' "$f" || continue
+        grep -q "^cmd: *[^ ]*/$BIN " "$f" || continue
         case "$f" in
         *-01) [ "$2" = main ] && echo "$f" ;;
         *) [ "$2" = other ] && echo "$f" ;;
