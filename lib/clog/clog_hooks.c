@@ -1,8 +1,8 @@
 /*
  * clog_hooks.c - the clog subscribers on the hook chains.
  *
- * On the op path (Q, S, E, W) a hook fills a fixed-size record on its stack
- * from the op's info and pushes it into the logger's ring: no lock, no
+ * On the op path (Q, S, E, W) a hook claims a slot of the logger's ring and
+ * fills its fixed-size record there from the op's info: no lock, no
  * allocation, no system call (the clock is read through the vDSO), no
  * formatting. Communicator lifecycle events and aborts are rare and off the
  * op path; they may allocate (a split's ranks list, an abort's message), and
@@ -115,11 +115,9 @@ static inline void named(cc_clog_t *c, const cc_op_info_t *op)
 }
 
 /* The signature and identity of an op, common to every op event. */
-static void fill_op(struct cc__clog_rec *r, cc_clog_t *c, const cc_op_info_t *op, int kind,
-                    uint64_t t)
+static void fill_op(struct cc__clog_rec *r, const cc_op_info_t *op, int kind, uint64_t t)
 {
-    named(c, op); /* the record names no comm: its new_comm line must come first */
-    /* Every field is written (no memset): the record is copied whole into the ring. */
+    /* Every field is written (no memset): the slot still holds an older record. */
     r->kind = (uint8_t)kind;
     r->type = (uint8_t)op->type;
     /* Clamped so the writer can index its name tables without checks of its own. */
@@ -142,15 +140,28 @@ static void fill_op(struct cc__clog_rec *r, cc_clog_t *c, const cc_op_info_t *op
     r->text = NULL; /* no name: the writer knows it by comm_id (the comm's NEW record) */
 }
 
+/*
+ * An op event's record, written in its ring slot (claimed here, published by
+ * the caller): no copy through the stack. NULL: the ring is full, and the
+ * record is counted as dropped.
+ */
+static struct cc__clog_rec *op_rec(cc_clog_t *c, const cc_op_info_t *op, int kind, uint64_t t,
+                                   uint64_t *pos)
+{
+    /* The record names no comm: its new_comm line must come first, so before the claim. */
+    named(c, op);
+    struct cc__clog_rec *r = cc__clog_ring_claim(&c->ring, pos);
+    if (r) fill_op(r, op, kind, t);
+    return r;
+}
+
 cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     /* Lifecycle ops get their own lines, at POST (see cc__clog_on_post). */
     if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
-    struct cc__clog_rec r;
-    fill_op(&r, c, op, CC__CLOG_REC_Q, op->t_enqueue_ns);
-    /* A full ring counts the record itself; nothing to do about it here. */
-    cc__clog_ring_push(&c->ring, &r);
+    uint64_t pos;
+    if (op_rec(c, op, CC__CLOG_REC_Q, op->t_enqueue_ns, &pos)) cc__clog_ring_publish(&c->ring, pos);
     return CC_OK; /* clog never vetoes */
 }
 
@@ -158,9 +169,8 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
-    struct cc__clog_rec r;
-    fill_op(&r, c, op, CC__CLOG_REC_S, op->t_start_ns);
-    cc__clog_ring_push(&c->ring, &r);
+    uint64_t pos;
+    if (op_rec(c, op, CC__CLOG_REC_S, op->t_start_ns, &pos)) cc__clog_ring_publish(&c->ring, pos);
 }
 
 /* The wait has no timestamp of its own in the info: read the clock (vDSO). */
@@ -168,9 +178,8 @@ void cc__clog_on_wait(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_W) || is_lifecycle(op->type)) return;
-    struct cc__clog_rec r;
-    fill_op(&r, c, op, CC__CLOG_REC_W, 0);
-    cc__clog_ring_push(&c->ring, &r);
+    uint64_t pos;
+    if (op_rec(c, op, CC__CLOG_REC_W, 0, &pos)) cc__clog_ring_publish(&c->ring, pos);
 }
 
 /*
@@ -246,12 +255,13 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
         return;
     }
     if (!(c->events & CC_CLOG_E) || is_lifecycle(op->type)) return;
-    struct cc__clog_rec r;
-    fill_op(&r, c, op, CC__CLOG_REC_E, op->t_end_ns);
-    r.status = op->status;
+    uint64_t pos;
+    struct cc__clog_rec *r = op_rec(c, op, CC__CLOG_REC_E, op->t_end_ns, &pos);
+    if (!r) return;
+    r->status = op->status;
     /* The duration is the time on the wire; a vetoed op never started. */
-    r.t_ref_ns = op->t_start_ns ? op->t_start_ns : op->t_enqueue_ns;
-    cc__clog_ring_push(&c->ring, &r);
+    r->t_ref_ns = op->t_start_ns ? op->t_start_ns : op->t_enqueue_ns;
+    cc__clog_ring_publish(&c->ring, pos);
 }
 
 void cc__clog_on_abort(const cc_abort_info_t *info, void *user)
@@ -260,7 +270,8 @@ void cc__clog_on_abort(const cc_abort_info_t *info, void *user)
     if (c->events & CC_CLOG_A) {
         struct cc__clog_rec r;
         if (info->op && !is_lifecycle(info->op->type)) {
-            fill_op(&r, c, info->op, CC__CLOG_REC_A, cc__now_ns());
+            named(c, info->op);
+            fill_op(&r, info->op, CC__CLOG_REC_A, cc__now_ns());
         } else {
             memset(&r, 0, sizeof(r));
             r.kind = CC__CLOG_REC_A;

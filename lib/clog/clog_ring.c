@@ -35,43 +35,62 @@ void cc__clog_ring_fini(struct cc__clog_ring *r)
     r->slots = NULL;
 }
 
-int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
+struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos_out)
 {
     uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    struct cc__clog_slot *s;
     for (;;) {
-        s = &r->slots[pos & (r->cap - 1)];
+        struct cc__clog_slot *s = &r->slots[pos & (r->cap - 1)];
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         int64_t diff = (int64_t)(seq - pos);
         if (diff == 0) {
             /* Free for this lap: claim it; a failed CAS reloads pos. */
             if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed))
-                break;
+                                                      memory_order_relaxed)) {
+                *pos_out = pos;
+                return &s->rec;
+            }
         } else if (diff < 0) {
             /* The writer has not freed the slot of the previous lap: full. */
             atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-            return 0;
+            return NULL;
         } else {
             /* Another producer took pos meanwhile. */
             pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
-    /* The release store publishes the copy: the consumer's acquire load sees it whole. */
-    s->rec = *rec;
-    atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+}
+
+int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
+{
+    uint64_t pos;
+    struct cc__clog_rec *slot = cc__clog_ring_claim(r, &pos);
+    if (!slot) return 0;
+    *slot = *rec;
+    cc__clog_ring_publish(r, pos);
     return 1;
+}
+
+struct cc__clog_rec *cc__clog_ring_peek(struct cc__clog_ring *r)
+{
+    struct cc__clog_slot *s = &r->slots[r->head & (r->cap - 1)];
+    /* Not yet published (empty, or a producer is still filling it): try again later. */
+    if (atomic_load_explicit(&s->seq, memory_order_acquire) != r->head + 1) return NULL;
+    return &s->rec;
+}
+
+void cc__clog_ring_release(struct cc__clog_ring *r)
+{
+    /* Hand the slot to the producer of the next lap. */
+    atomic_store_explicit(&r->slots[r->head & (r->cap - 1)].seq, r->head + r->cap,
+                          memory_order_release);
+    r->head++;
 }
 
 int cc__clog_ring_pop(struct cc__clog_ring *r, struct cc__clog_rec *out)
 {
-    struct cc__clog_slot *s = &r->slots[r->head & (r->cap - 1)];
-    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-    /* Not yet published (empty, or a producer is still copying): try again later. */
-    if (seq != r->head + 1) return 0;
-    *out = s->rec;
-    /* Hand the slot to the producer of the next lap. */
-    atomic_store_explicit(&s->seq, r->head + r->cap, memory_order_release);
-    r->head++;
+    struct cc__clog_rec *rec = cc__clog_ring_peek(r);
+    if (!rec) return 0;
+    *out = *rec;
+    cc__clog_ring_release(r);
     return 1;
 }

@@ -82,9 +82,26 @@ void cc__clog_ring_fini(struct cc__clog_ring *r);
 /* Producer: copy *rec in. 1 = queued; 0 = ring full, counted as dropped
  * (rec->text stays the caller's). Lock-free, never blocks. */
 int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec);
+/*
+ * Producer, in place (the op path: the record is written once, into its
+ * slot): claim the next position, fill every field of the record returned,
+ * then publish it. NULL = ring full, counted as dropped. Between the two
+ * calls the consumer waits at that slot, so nothing that pushes may run
+ * there (queue a comm's NEW record before claiming).
+ */
+struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos);
+static inline void cc__clog_ring_publish(struct cc__clog_ring *r, uint64_t pos)
+{
+    /* The release store publishes the fields: the consumer's acquire load sees them whole. */
+    atomic_store_explicit(&r->slots[pos & (r->cap - 1)].seq, pos + 1, memory_order_release);
+}
 /* Consumer: take the oldest record. 1 = taken; 0 = empty, or the oldest
  * claimed slot is not published yet. */
 int cc__clog_ring_pop(struct cc__clog_ring *r, struct cc__clog_rec *out);
+/* Consumer, in place: the oldest published record (NULL as pop's 0), read
+ * where it lies until cc__clog_ring_release hands its slot back. */
+struct cc__clog_rec *cc__clog_ring_peek(struct cc__clog_ring *r);
+void cc__clog_ring_release(struct cc__clog_ring *r);
 
 /* Positions claimed so far: a flush waits until the consumer passed it. */
 static inline uint64_t cc__clog_ring_claimed(struct cc__clog_ring *r)

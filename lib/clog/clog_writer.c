@@ -60,14 +60,16 @@ static void report_drops(cc_clog_t *c)
 /* Take and format everything published; returns the records taken. */
 static size_t writer_pass(cc_clog_t *c)
 {
-    struct cc__clog_rec r;
+    struct cc__clog_rec *r;
     size_t n = 0;
-    /* Stops at the first slot not yet published: order in the file is ring order. */
-    while (cc__clog_ring_pop(&c->ring, &r)) {
+    /* Stops at the first slot not yet published: order in the file is ring order. Each
+     * record is formatted where it lies, then its slot handed back. */
+    while ((r = cc__clog_ring_peek(&c->ring))) {
         /* One record makes at most a sig line and a line of CC__CLOG_LINE_MAX. */
         if (CC__CLOG_BUF_SIZE - c->buflen < CC__CLOG_LINE_MAX + 1024) write_buf(c);
         c->buflen +=
-            cc__clog_fmt_rec(c->fmt, c, &r, c->buf + c->buflen, CC__CLOG_BUF_SIZE - c->buflen);
+            cc__clog_fmt_rec(c->fmt, c, r, c->buf + c->buflen, CC__CLOG_BUF_SIZE - c->buflen);
+        cc__clog_ring_release(&c->ring);
         n++;
     }
     /* A DROP line is short, but needs room too. */

@@ -58,6 +58,46 @@ static void test_ring_basics(void **state)
     cc__clog_ring_fini(&r);
 }
 
+/*
+ * In place: a claimed slot is read by nobody until published, even when later
+ * positions are (ring order is file order); the consumer reads a record where
+ * it lies and the slot comes back only at release.
+ */
+static void test_ring_in_place(void **state)
+{
+    (void)state;
+    struct cc__clog_ring r;
+    assert_int_equal(cc__clog_ring_init(&r, 2), 0);
+    uint64_t p0, p1, p2;
+    struct cc__clog_rec *a = cc__clog_ring_claim(&r, &p0);
+    assert_non_null(a);
+    struct cc__clog_rec *b = cc__clog_ring_claim(&r, &p1);
+    assert_non_null(b);
+    assert_int_equal(p1, p0 + 1);
+    assert_null(cc__clog_ring_claim(&r, &p2)); /* two slots, both claimed: full */
+    assert_int_equal(atomic_load(&r.dropped), 1);
+    memset(b, 0, sizeof(*b));
+    b->op_id = 2;
+    cc__clog_ring_publish(&r, p1);
+    assert_null(cc__clog_ring_peek(&r)); /* the older slot is not published yet */
+    memset(a, 0, sizeof(*a));
+    a->op_id = 1;
+    cc__clog_ring_publish(&r, p0);
+    struct cc__clog_rec *got = cc__clog_ring_peek(&r);
+    assert_ptr_equal(got, a);
+    assert_int_equal(got->op_id, 1);
+    assert_null(cc__clog_ring_claim(&r, &p2)); /* peeked is not released: still full */
+    cc__clog_ring_release(&r);
+    assert_non_null(cc__clog_ring_claim(&r, &p2)); /* its slot, for the next lap */
+    assert_int_equal(p2, p0 + 2);
+    got = cc__clog_ring_peek(&r);
+    assert_non_null(got);
+    assert_int_equal(got->op_id, 2);
+    cc__clog_ring_release(&r);
+    assert_null(cc__clog_ring_peek(&r)); /* p2 claimed, never published */
+    cc__clog_ring_fini(&r);
+}
+
 /* A tiny ring with the writer held: 4 lines written, 6 dropped and said so. */
 static void test_drop_counting(void **state)
 {
@@ -264,7 +304,8 @@ static void test_fork_child(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ring_basics),          cmocka_unit_test(test_drop_counting),
+        cmocka_unit_test(test_ring_basics),          cmocka_unit_test(test_ring_in_place),
+        cmocka_unit_test(test_drop_counting),
         cmocka_unit_test(test_concurrent_producers), cmocka_unit_test(test_flush_and_close),
         cmocka_unit_test(test_flush_at_exit),        cmocka_unit_test(test_fork_child),
     };
