@@ -135,7 +135,9 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
     release(op, status);
     op->info.t_end_ns = t_ns ? t_ns : cc__stamp_ns();
     op->info.status = status;
-    atomic_store(&op->state, CC__OP_DONE);
+    /* Release, not seq_cst (an xchg on x86, 20 cycles an op): the state's only reader is
+     * cc__op_started_at's CAS, which needs to see DONE, not what came before it. */
+    atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
     atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
     atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
     cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info, &op->tokens);
@@ -148,7 +150,7 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status)
 {
     op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
-    atomic_store(&op->state, CC__OP_DONE);
+    atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     wake_waiters(op);
 }
@@ -159,7 +161,7 @@ static cc_status_t end_early(cc__op_t *op, cc_status_t status)
     release(op, status);
     op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
-    atomic_store(&op->state, CC__OP_DONE);
+    atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     return status;
 }
