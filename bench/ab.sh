@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --iters) ITERS=$2; shift ;;
     --a-env) A_ENV=$2; shift ;;
     --b-env) B_ENV=$2; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --ops) OPS=$2; shift ;;
     --top) TOP=$2; shift ;;
     --shared) BIN=obs_tax_so ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "obs_instr.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

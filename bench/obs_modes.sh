@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --ops) OPS=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     --*) echo "obs_modes.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
     esac

@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift ;;
     --transport) TRANSPORT=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "obs_tax.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
