@@ -47,8 +47,8 @@ struct cc__clog_fmt {
     /* The last signature found: an op's Q, S and E lines, and a training
      * loop's repeats, share it, so most lines skip the hash and the probe. */
     struct sigkey last;
-    uint32_t last_n;      /* 0: none yet */
-    uint64_t last_op_id;  /* the op of the last line: its next events have the same n */
+    uint32_t last_n;     /* 0: none yet */
+    uint64_t last_op_id; /* the op of the last line: its next events have the same n */
     /* The digits of the event lines' numbers as last written (struct dec). */
     struct dec {
         uint64_t v;
@@ -190,7 +190,7 @@ static void put_esc(struct out *o, const char *s, size_t limit)
 static inline char *dec_put(struct dec *d, char *p, uint64_t v)
 {
     if (__builtin_expect(v != d->v || !d->len, 0)) {
-        uint32_t i = 0; /* 0: write all digits (no cache, a jump, or 9..9 + 1) */
+        uint32_t i = 0;                /* 0: write all digits (no cache, a jump, or 9..9 + 1) */
         if (d->len && v == d->v + 1) { /* add one in place: carry through the trailing 9s */
             i = d->len;
             while (i > 0 && d->s[i - 1] == '9')

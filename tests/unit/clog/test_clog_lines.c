@@ -460,11 +460,29 @@ static void test_number_digits(void **state)
     (void)state;
     cc_clog_t *c = open_in_tmp("digits.log", CC_CLOG_Q | CC_CLOG_E);
     announce(c, 0xabcdef0123ull, "world");
-    const uint64_t ids[] = {8, 9, 10, 11, 99, 100, 101, 5, 5, 6, 1999, 2000, 999999, 1000000,
-                            1000001, 18446744073709551614ull, 18446744073709551615ull, 1, 2};
+    const uint64_t ids[] = {8,
+                            9,
+                            10,
+                            11,
+                            99,
+                            100,
+                            101,
+                            5,
+                            5,
+                            6,
+                            1999,
+                            2000,
+                            999999,
+                            1000000,
+                            1000001,
+                            18446744073709551614ull,
+                            18446744073709551615ull,
+                            1,
+                            2};
     /* Offsets in µs: a second's last µs and the next second's first, tens, and before the base. */
-    const int64_t us[] = {999999, 1000000, 1000001, 9999999, 10000000, 2500000, -1, -1000000,
-                          -999999, 0, 59999999, 60000000, 123456789012, 7, 8, 9, 10, 11, 12};
+    const int64_t us[] = {999999,   1000000, 1000001, 9999999,  10000000, 2500000,      -1,
+                          -1000000, -999999, 0,       59999999, 60000000, 123456789012, 7,
+                          8,        9,       10,      11,       12};
     enum { N = sizeof(ids) / sizeof(ids[0]) };
     _Static_assert(sizeof(us) / sizeof(us[0]) == N, "one offset per id");
     uint64_t b = c->base_mono_ns;
@@ -492,10 +510,10 @@ static void test_number_digits(void **state)
                  (long long)(llabs(u) / 1000000), (long long)(llabs(u) % 1000000));
         assert_string_equal(l[k], want);
         k++;
-        snprintf(want, sizeof(want), "C%d|E|op_id=%llu|seq=%llu|status=%s|dur=0.000001|%c%lld.%06lld",
-                 sig, (unsigned long long)ids[i], (unsigned long long)seq,
-                 i == 3 ? "ERR_TIMEOUT" : "OK", e < 0 ? '-' : '+', (long long)(llabs(e) / 1000000),
-                 (long long)(llabs(e) % 1000000));
+        snprintf(
+            want, sizeof(want), "C%d|E|op_id=%llu|seq=%llu|status=%s|dur=0.000001|%c%lld.%06lld",
+            sig, (unsigned long long)ids[i], (unsigned long long)seq, i == 3 ? "ERR_TIMEOUT" : "OK",
+            e < 0 ? '-' : '+', (long long)(llabs(e) / 1000000), (long long)(llabs(e) % 1000000));
         assert_string_equal(l[k], want);
         k++;
     }

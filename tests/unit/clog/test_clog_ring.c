@@ -304,10 +304,10 @@ static void test_fork_child(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ring_basics),          cmocka_unit_test(test_ring_in_place),
-        cmocka_unit_test(test_drop_counting),
-        cmocka_unit_test(test_concurrent_producers), cmocka_unit_test(test_flush_and_close),
-        cmocka_unit_test(test_flush_at_exit),        cmocka_unit_test(test_fork_child),
+        cmocka_unit_test(test_ring_basics),     cmocka_unit_test(test_ring_in_place),
+        cmocka_unit_test(test_drop_counting),   cmocka_unit_test(test_concurrent_producers),
+        cmocka_unit_test(test_flush_and_close), cmocka_unit_test(test_flush_at_exit),
+        cmocka_unit_test(test_fork_child),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tmpdir_remove();

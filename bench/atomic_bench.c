@@ -1,0 +1,102 @@
+/*
+ * atomic_bench.c - what the op path's atomic instructions cost on this
+ * machine, uncontended (one thread, the line in its own cache): a plain
+ * store, a release store, a relaxed fetch_add (lock xadd), a CAS (lock
+ * cmpxchg), a seq_cst store (xchg) and a seq_cst fence. An op with the
+ * recorder and clog on runs about sixteen locked instructions (docs/
+ * performance.md, "the observability tax"); this says what each costs.
+ * Measures, never asserts.
+ *
+ *   build/bin/atomic_bench [ROUNDS]
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+
+#define OPS 2000000
+
+static _Atomic uint64_t g_word;
+
+/* Each body does OPS dependent operations on one word; `i` feeds the value so
+ * the compiler keeps every one. */
+static void plain(void)
+{
+    for (uint64_t i = 0; i < OPS; i++)
+        atomic_store_explicit(&g_word, i, memory_order_relaxed);
+}
+
+static void release(void)
+{
+    for (uint64_t i = 0; i < OPS; i++)
+        atomic_store_explicit(&g_word, i, memory_order_release);
+}
+
+static void fetch_add(void)
+{
+    for (uint64_t i = 0; i < OPS; i++)
+        atomic_fetch_add_explicit(&g_word, 1, memory_order_relaxed);
+}
+
+static void cas(void)
+{
+    for (uint64_t i = 0; i < OPS; i++) {
+        uint64_t cur = atomic_load_explicit(&g_word, memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(&g_word, &cur, cur + 1, memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+}
+
+static void seq_store(void)
+{
+    for (uint64_t i = 0; i < OPS; i++)
+        atomic_store(&g_word, i);
+}
+
+static void fence(void)
+{
+    for (uint64_t i = 0; i < OPS; i++) {
+        atomic_store_explicit(&g_word, i, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 11;
+    if (rounds < 1 || rounds > 1000) {
+        fprintf(stderr, "atomic_bench: ROUNDS \"%s\" is not in 1 .. 1000\n", argv[1]);
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } kinds[] = {{"store (relaxed)", plain},           {"store (release)", release},
+                 {"fetch_add (lock xadd)", fetch_add}, {"CAS (lock cmpxchg)", cas},
+                 {"store (seq_cst: xchg)", seq_store}, {"store + seq_cst fence", fence}};
+    enum { K = sizeof(kinds) / sizeof(kinds[0]) };
+    double *t = calloc((size_t)rounds * K, sizeof(double));
+    if (!t) return 1;
+    for (int r = 0; r < rounds; r++) /* kinds alternate: all see the same load */
+        for (int k = 0; k < K; k++) {
+            uint64_t t0 = cc__now_ns();
+            kinds[k].fn();
+            t[k * rounds + r] = (double)(cc__now_ns() - t0) / OPS;
+        }
+    printf("atomic_bench: ns per operation, uncontended, median (fastest) of %d rounds of %d\n",
+           rounds, OPS);
+    for (int k = 0; k < K; k++) {
+        qsort(t + k * rounds, (size_t)rounds, sizeof(double), cmp);
+        printf("  %-24s %6.2f (%6.2f)\n", kinds[k].name, t[k * rounds + rounds / 2], t[k * rounds]);
+    }
+    free(t);
+    return 0;
+}
