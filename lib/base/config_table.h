@@ -131,7 +131,7 @@
       0)                                                                                           \
     X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
       "Largest piece of a message written to a TCP socket at once.", 0)                            \
-    X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "64K",                                         \
+    X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "1M",                                         \
       "TCP messages of at least this many bytes wait for their receive before their payload is "   \
       "sent (one round trip, no copy held aside); 0: never.",                                      \
       0)                                                                                           \

@@ -102,7 +102,13 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0},
     {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
+    /* Over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up to 4 MiB on 2
+     * CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us (ring / hd):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLREDUCE=ring
+     *     --b-env CCOMM_ALGO_ALLREDUCE=halving_doubling --coll allreduce
+     *     --sizes "64K 256K 1M" --ranks 4 --transport tcp --launches 5 --iters 100
+     *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067 */
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 4 * K * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
@@ -115,7 +121,17 @@ static const cc__algo_row_t rows[] = {
      *   8 ranks: 28.4/12.3, 47.6/22.8, 102.5/90.2. From 16 KiB on they are alike. (Only NET
      * and SELF reach these rows: shm_cma takes every size on SHM.) */
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 16 * K, 0},
-    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
+    /* Above 16 KiB binomial beat the pipelined ring at every size measured, on 3, 4 and 8
+     * ranks (2 CPUs: the bytes moved are (n - 1) x size either way, the ring pays more
+     * pieces). 2026-12-01 20:40-20:43 UTC, load 5-7, medians of 5 launches, us (ring / bin):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_BROADCAST=ring
+     *     --b-env CCOMM_ALGO_BROADCAST=binomial --coll broadcast --sizes "256K 1M 4M"
+     *     --ranks N --transport tcp --launches 5 --iters 20
+     *   3 ranks: 256K 371/367, 1M 1445/1400, 4M 5977/5414
+     *   4 ranks: 64K 319/310, 256K 771/729, 1M 2706/2032, 4M 10017/7620, 16M 38624/33160
+     *   8 ranks: 256K 1510/1366, 1M 5675/4768, 4M 19823/17952
+     * Not measured above 16 MiB: the ring stays there. */
+    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 16 * K * K + 1, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
@@ -123,7 +139,14 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
-    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 64 * K, 0},
+    /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,
+     * load 6-7, medians of 5 launches, us (ring / bruck):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLGATHER=ring
+     *     --b-env CCOMM_ALGO_ALLGATHER=bruck --coll allgather --sizes "16K 64K 256K 1M"
+     *     --ranks 4 --transport tcp --launches 5 --iters 100
+     *   4 ranks: 16K 229/132, 64K 226/178, 256K 1137/1029 (again 1285/1248), 512K 1603/1957,
+     *            1M 2507/3358 */
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 512 * K, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 64 * K + 1, 0},

@@ -104,16 +104,16 @@ static const struct row rows[] = {
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma"},
     {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma"},
     {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling"},
-    {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring"},
-    {0, CC_OP_BROADCAST, 128 * K, "binomial", "ring"},
+    {0, CC_OP_ALLREDUCE, 4 * K * K, "halving_doubling", "ring"},
+    {0, CC_OP_BROADCAST, 16 * K * K + 1, "binomial", "ring"},
     {0, CC_OP_REDUCE, 128 * K, "binomial", "ring"},
-    {0, CC_OP_ALLGATHER, 64 * K, "bruck", "ring"},
+    {0, CC_OP_ALLGATHER, 512 * K, "bruck", "ring"},
     {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise"},
     {0, CC_OP_GATHER, 64 * K, "binomial", "linear"},
     {0, CC_OP_SCATTER, 64 * K, "binomial", "linear"},
 };
 
-#define BUF (2 * 256 * K + 64) /* the largest op: allreduce of 256K + 1 elements */
+#define BUF (16 * K * K + 64) /* the largest op: broadcast of 16M + 2 elements (u8) */
 
 static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
 {

@@ -120,15 +120,15 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K - 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K, "ring");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * K * K - 4, "halving_doubling");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * K * K, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K - 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 128 * K - 4, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 128 * K, "ring");
-    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K - 4, "bruck");
-    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * K * K, "binomial");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * K * K + 4, "ring");
+    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
+    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K, "ring");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K - 4, "linear");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "pairwise");
     /* The few-message rows by rank count: Bruck at 4 and from 6 ranks, not 5 (a power-of-two
