@@ -102,13 +102,17 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0},
     {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
-    /* Over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up to 4 MiB on 2
-     * CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us (ring / hd):
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
+    /* From 4 ranks over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up
+     * to 4 MiB on 2 CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us
+     * (ring / hd):
      *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLREDUCE=ring
      *     --b-env CCOMM_ALGO_ALLREDUCE=halving_doubling --coll allreduce
      *     --sizes "64K 256K 1M" --ranks 4 --transport tcp --launches 5 --iters 100
-     *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067 */
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 4 * K * K, 0},
+     *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067
+     * At 2 ranks both take 2 steps and only the ring pipelines them (main against this row
+     * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB. */
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * K * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
