@@ -112,7 +112,7 @@ static const cc__algo_row_t rows[] = {
      *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067
      * At 2 ranks both take 2 steps and only the ring pipelines them (main against this row
      * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB. */
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * K * K, 0},
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * 1024 * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
@@ -135,7 +135,7 @@ static const cc__algo_row_t rows[] = {
      *   4 ranks: 64K 319/310, 256K 771/729, 1M 2706/2032, 4M 10017/7620, 16M 38624/33160
      *   8 ranks: 256K 1510/1366, 1M 5675/4768, 4M 19823/17952
      * Not measured above 16 MiB: the ring stays there. */
-    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 16 * K * K + 1, 0},
+    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 16 * 1024 * K + 1, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},

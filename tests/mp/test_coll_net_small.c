@@ -50,12 +50,11 @@ static int t_bruck(cc_comm_t *c, int r, int n, size_t count, int inplace)
     return 0;
 }
 
-static int t_rs(cc_comm_t *c, int r, int n, size_t count, int inplace, cc_dtype_t dt,
-                cc_redop_t op)
+static int t_rs(cc_comm_t *c, int r, int n, size_t count, int inplace, cc_dtype_t dt, cc_redop_t op)
 {
     size_t es = cc_dtype_size(dt), all = (size_t)n * count;
-    char *sb = malloc(all * es + 8), *rb = inplace ? sb + (size_t)r * count * es
-                                                    : malloc(count * es + 8);
+    char *sb = malloc(all * es + 8),
+         *rb = inplace ? sb + (size_t)r * count * es : malloc(count * es + 8);
     TC_REQUIRE(sb && rb, "no memory");
     for (size_t i = 0; i < all; i++)
         cc__elem_put(sb, dt, i, tc_input(r, i, op));

@@ -107,8 +107,8 @@ static const struct row rows[] = {
     {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma", 0, 0},
     {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling", 0, 0},
     {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring", 0, 3},
-    {0, CC_OP_ALLREDUCE, 4 * K * K, "halving_doubling", "ring", 4, 0},
-    {0, CC_OP_BROADCAST, 16 * K * K + 1, "binomial", "ring", 0, 0},
+    {0, CC_OP_ALLREDUCE, 4 * 1024 * K, "halving_doubling", "ring", 4, 0},
+    {0, CC_OP_BROADCAST, 16 * 1024 * K + 1, "binomial", "ring", 0, 0},
     {0, CC_OP_REDUCE, 128 * K, "binomial", "ring", 0, 0},
     {0, CC_OP_ALLGATHER, 512 * K, "bruck", "ring", 0, 0},
     {0, CC_OP_ALLTOALL, 16 * K + 1, "bruck", "linear", 4, 4},
@@ -118,7 +118,7 @@ static const struct row rows[] = {
     {0, CC_OP_SCATTER, 64 * K, "binomial", "linear", 0, 0},
 };
 
-#define BUF (16 * K * K + 64) /* the largest op: broadcast of 16M + 2 elements (u8) */
+#define BUF (16 * 1024 * K + 64) /* the largest op: broadcast of 16M + 2 elements (u8) */
 
 static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
 {

@@ -120,16 +120,16 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K - 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * K * K - 4, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * K * K, "ring");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K - 4, "halving_doubling");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K, "ring");
     cc__native_t two = engine_of(2, CC__TPM_NET); /* 2 ranks: the ring from 256 KiB */
     EXPECT(&two, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
     EXPECT(&two, CC_OP_ALLREDUCE, 256 * K, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K - 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 16 * K * K, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 16 * K * K + 4, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K, "binomial");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K + 4, "ring");
     EXPECT(&nc, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
     EXPECT(&nc, CC_OP_ALLGATHER, 512 * K, "ring");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K - 4, "linear");
