@@ -54,9 +54,9 @@
 #define CC__CHOICES_ALGO_REDUCE          "auto", "shm_flat", "shm_cma", "binomial", "ring"
 #define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_cma", "bruck", "ring"
 #define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"
-#define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "ring"
+#define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "recursive_doubling", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTERV "auto", "ring"
-#define CC__CHOICES_ALGO_ALLTOALL        "auto", "shm_flat", "shm_cma", "linear", "pairwise"
+#define CC__CHOICES_ALGO_ALLTOALL        "auto", "shm_flat", "shm_cma", "bruck", "linear", "pairwise"
 #define CC__CHOICES_ALGO_ALLTOALLV       "auto", "pairwise", "linear"
 #define CC__CHOICES_ALGO_GATHER          "auto", "shm_flat", "shm_cma", "binomial", "linear"
 #define CC__CHOICES_ALGO_GATHERV         "auto", "linear"
@@ -131,7 +131,7 @@
       0)                                                                                           \
     X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
       "Largest piece of a message written to a TCP socket at once.", 0)                            \
-    X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "64K",                                         \
+    X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, SIZE, "1M",                                         \
       "TCP messages of at least this many bytes wait for their receive before their payload is "   \
       "sent (one round trip, no copy held aside); 0: never.",                                      \
       0)                                                                                           \

@@ -23,6 +23,7 @@
 
 #include "base/log.h"
 #include "native/native.h"
+#include "native/net_algo.h"
 
 int cc__rd_real_rank(int v, int rem)
 {
@@ -55,15 +56,11 @@ cc_status_t cc__rd_fold_out(cc__native_t *nc, cc__op_t *op, char *acc)
     return cc__net_recv(nc->net, r + 1, tag, acc, bytes, op->deadline_ns);
 }
 
-cc_status_t cc__allreduce_recursive_doubling(cc__native_t *nc, cc__op_t *op)
+/* The allreduce of op's in_count elements in acc (tmp: as many, scratch); reduce_scatter_rd.c
+ * runs it on a copy of its whole input. */
+cc_status_t cc__rd_allreduce(cc__native_t *nc, cc__op_t *op, cc__reduce_fn fn, char *acc, char *tmp)
 {
     size_t count = op->info.in_count, bytes = count * cc_dtype_size(op->info.dtype);
-    if (!count) return CC_OK;
-    cc__reduce_fn fn;
-    CC_CHECK(cc__op_kernel(op, &fn));
-    char *acc = op->info.recvbuf, *tmp = cc__native_scratch(nc, bytes);
-    if (!tmp) return CC_ERR_NO_MEMORY;
-    if (op->info.sendbuf != acc) memcpy(acc, op->info.sendbuf, bytes);
     int p2 = cc__pow2_floor(nc->size), rem = nc->size - p2;
     cc_status_t st;
     int v = cc__rd_fold_in(nc, op, fn, acc, tmp, &st);
@@ -80,4 +77,16 @@ cc_status_t cc__allreduce_recursive_doubling(cc__native_t *nc, cc__op_t *op)
     }
     if (v >= 0) cc__finish_avg(nc, op, acc, count);
     return cc__rd_fold_out(nc, op, acc);
+}
+
+cc_status_t cc__allreduce_recursive_doubling(cc__native_t *nc, cc__op_t *op)
+{
+    size_t count = op->info.in_count, bytes = count * cc_dtype_size(op->info.dtype);
+    if (!count) return CC_OK;
+    cc__reduce_fn fn;
+    CC_CHECK(cc__op_kernel(op, &fn));
+    char *acc = op->info.recvbuf, *tmp = cc__native_scratch(nc, bytes);
+    if (!tmp) return CC_ERR_NO_MEMORY;
+    if (op->info.sendbuf != acc) memcpy(acc, op->info.sendbuf, bytes);
+    return cc__rd_allreduce(nc, op, fn, acc, tmp);
 }

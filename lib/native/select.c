@@ -21,6 +21,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "native/native.h"
+#include "native/net_algo.h"
 #include "native/shm_algo.h"
 #include "native/window.h"
 
@@ -39,6 +40,7 @@ typedef struct cc__algo_row {
 } cc__algo_row_t;
 
 #define CC__ROW_FORCED_ONLY 1u /* never chosen automatically */
+#define CC__ROW_POW2        2u /* ... only when the rank count is a power of two */
 
 /*
  * The table. Thresholds were measured on this project's reference machine
@@ -101,6 +103,16 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
+    /* From 4 ranks over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up
+     * to 4 MiB on 2 CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us
+     * (ring / hd):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLREDUCE=ring
+     *     --b-env CCOMM_ALGO_ALLREDUCE=halving_doubling --coll allreduce
+     *     --sizes "64K 256K 1M" --ranks 4 --transport tcp --launches 5 --iters 100
+     *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067
+     * At 2 ranks both take 2 steps and only the ring pipelines them (main against this row
+     * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB. */
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * 1024 * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
@@ -113,7 +125,17 @@ static const cc__algo_row_t rows[] = {
      *   8 ranks: 28.4/12.3, 47.6/22.8, 102.5/90.2. From 16 KiB on they are alike. (Only NET
      * and SELF reach these rows: shm_cma takes every size on SHM.) */
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 16 * K, 0},
-    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 128 * K, 0},
+    /* Above 16 KiB binomial beat the pipelined ring at every size measured, on 3, 4 and 8
+     * ranks (2 CPUs: the bytes moved are (n - 1) x size either way, the ring pays more
+     * pieces). 2026-12-01 20:40-20:43 UTC, load 5-7, medians of 5 launches, us (ring / bin):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_BROADCAST=ring
+     *     --b-env CCOMM_ALGO_BROADCAST=binomial --coll broadcast --sizes "256K 1M 4M"
+     *     --ranks N --transport tcp --launches 5 --iters 20
+     *   3 ranks: 256K 371/367, 1M 1445/1400, 4M 5977/5414
+     *   4 ranks: 64K 319/310, 256K 771/729, 1M 2706/2032, 4M 10017/7620, 16M 38624/33160
+     *   8 ranks: 256K 1510/1366, 1M 5675/4768, 4M 19823/17952
+     * Not measured above 16 MiB: the ring stays there. */
+    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 16 * 1024 * K + 1, 0},
     {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
@@ -121,15 +143,49 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
-    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 64 * K, 0},
+    /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,
+     * load 6-7, medians of 5 launches, us (ring / bruck):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLGATHER=ring
+     *     --b-env CCOMM_ALGO_ALLGATHER=bruck --coll allgather --sizes "16K 64K 256K 1M"
+     *     --ranks 4 --transport tcp --launches 5 --iters 100
+     *   4 ranks: 16K 229/132, 64K 226/178, 256K 1137/1029 (again 1285/1248), 512K 1603/1957,
+     *            1M 2507/3358 */
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 512 * K, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0},
+    /* Small reduce-scatters over TCP: the whole vector allreduced by recursive doubling, 2
+     * messages per rank at 4 ranks where the ring sends 3 in 3 rounds (5 ranks: 4 rounds
+     * either way, but 3 of them are one fold message). From 64 KiB its full-size messages
+     * pay the rendezvous and the extra bytes. Measured 2026-12-01 20:35 UTC, load 4-9 on 2
+     * CPUs, medians of 5 launches (9 for the second 4-rank line), us (ring / rd):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_REDUCE_SCATTER=ring
+     *     --b-env CCOMM_ALGO_REDUCE_SCATTER=recursive_doubling --coll reduce_scatter
+     *     --sizes "16 1K 16K 64K 256K" --ranks N --transport tcp --launches 5 --iters 300
+     *   4 ranks: 16 B 165/128, 1K 176/136, 16K 193/176, 64K 260/730, 256K 1147/2298
+     *            8K 184/144, 16K 213/197, 32K 201/198
+     *   5 ranks: 4K 299/171, 32K 300/298;  8 ranks: 4K 770/441, 32K 943/700
+     * (3 ranks keep the ring: 2 rounds, against the fold's 3.) */
+    {CC_OP_REDUCE_SCATTER, "recursive_doubling", cc__reduce_scatter_rd, ANY, 4, 32 * K + 1, 0},
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0},
     {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 64 * K + 1, 0},
     {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0},
+    /* Over TCP a small op costs per message and per round, not per byte; on 2 CPUs, 4+ ranks,
+     * about 12 us a message (alltoall linear at 4 ranks: 12 messages, ~150 us). Bruck sends
+     * ceil(log2 n) messages in as many rounds, linear n - 1 in one: fewer at n = 4 (2 vs 3)
+     * and n >= 6, not at 5 (3 rounds of 3 vs 1 of 4). Measured 2026-12-01 20:35 UTC, load 4-9
+     * on 2 CPUs, medians of 5 launches, us (linear / bruck):
+     *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLTOALL=linear
+     *     --b-env CCOMM_ALGO_ALLTOALL=bruck --coll alltoall --sizes "16 1K 4K 16K 64K"
+     *     --ranks N --transport tcp --launches 5 --iters 300
+     *   4 ranks: 16 B 160/135, 1K 188/146, 4K 159/143, 16K 205/165 (again 206/151),
+     *            32K 195/220, 64K 249/327
+     *   5 ranks: 1K 203/266, 4K 277/287, 16K 309/339, 32K 322/400
+     *   6 ranks: 1K 459/336, 8K 362/292;  8 ranks: 4K 730/394, 32K 701/630 */
+    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 6, 16 * K + 1, 0},
+    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 4, 16 * K + 1, CC__ROW_POW2},
     {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 64 * K, 0},
     {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
     {CC_OP_ALLTOALLV, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
@@ -327,6 +383,7 @@ static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc
         const cc__algo_row_t *r = &rows[i];
         if (r->type != op->info.type || !(r->tpm & nc->tpm) || (r->flags & CC__ROW_FORCED_ONLY))
             continue;
+        if ((r->flags & CC__ROW_POW2) && (nc->size & (nc->size - 1))) continue;
         if (nc->size >= r->min_ranks && (!r->max_bytes || b < r->max_bytes)) return r;
     }
     cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s on transport %s",

@@ -92,28 +92,33 @@ struct row {
     cc_op_type_t type;
     size_t bytes;
     const char *below, *at;
+    int min_n, max_n; /* only on this many ranks (0: no bound) */
 };
 
 static const struct row rows[] = {
-    {1, CC_OP_ALLREDUCE, 64 * K + 1, "shm_flat", "shm_stream"},
-    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_cma"}, /* flat while it fits the arena */
-    {1, CC_OP_REDUCE, 64 * K + 1, "shm_flat", "shm_cma"},
-    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_cma"},
-    {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma"},
-    {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma"},
-    {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma"},
-    {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma"},
-    {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling"},
-    {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring"},
-    {0, CC_OP_BROADCAST, 128 * K, "binomial", "ring"},
-    {0, CC_OP_REDUCE, 128 * K, "binomial", "ring"},
-    {0, CC_OP_ALLGATHER, 64 * K, "bruck", "ring"},
-    {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise"},
-    {0, CC_OP_GATHER, 64 * K, "binomial", "linear"},
-    {0, CC_OP_SCATTER, 64 * K, "binomial", "linear"},
+    {1, CC_OP_ALLREDUCE, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
+    /* flat while it fits the arena */
+    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_REDUCE, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma", 0, 0},
+    {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling", 0, 0},
+    {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring", 0, 3},
+    {0, CC_OP_ALLREDUCE, 4 * 1024 * K, "halving_doubling", "ring", 4, 0},
+    {0, CC_OP_BROADCAST, 16 * 1024 * K + 1, "binomial", "ring", 0, 0},
+    {0, CC_OP_REDUCE, 128 * K, "binomial", "ring", 0, 0},
+    {0, CC_OP_ALLGATHER, 512 * K, "bruck", "ring", 0, 0},
+    {0, CC_OP_ALLTOALL, 16 * K + 1, "bruck", "linear", 4, 4},
+    {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise", 0, 0},
+    {0, CC_OP_REDUCE_SCATTER, 32 * K + 1, "recursive_doubling", "ring", 4, 0},
+    {0, CC_OP_GATHER, 64 * K, "binomial", "linear", 0, 0},
+    {0, CC_OP_SCATTER, 64 * K, "binomial", "linear", 0, 0},
 };
 
-#define BUF (2 * 256 * K + 64) /* the largest op: allreduce of 256K + 1 elements */
+#define BUF (16 * 1024 * K + 64) /* the largest op: broadcast of 16M + 2 elements (u8) */
 
 static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
 {
@@ -121,7 +126,7 @@ static int check_rows(cc_comm_t *c, int shm, char *sb, char *rb)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const struct row *w = &rows[i];
         size_t per = size_is_n_blocks(w->type) ? (size_t)n : 1;
-        if (w->shm != shm) continue;
+        if (w->shm != shm || (w->min_n && n < w->min_n) || (w->max_n && n > w->max_n)) continue;
         /* The counts just below and from the bound (the selection size is count x per, which
          * need not hit the bound exactly): two below, two at or above. */
         size_t first_at = (w->bytes + per - 1) / per;

@@ -120,17 +120,42 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K - 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 256 * K, "ring");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K - 4, "halving_doubling");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K, "ring");
+    cc__native_t two = engine_of(2, CC__TPM_NET); /* 2 ranks: the ring from 256 KiB */
+    EXPECT(&two, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
+    EXPECT(&two, CC_OP_ALLREDUCE, 256 * K, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K - 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 128 * K - 4, "binomial");
-    EXPECT(&nc, CC_OP_BROADCAST, 128 * K, "ring");
-    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K - 4, "bruck");
-    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "ring");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K, "binomial");
+    EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K + 4, "ring");
+    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
+    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K, "ring");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K - 4, "linear");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "pairwise");
+    /* The few-message rows by rank count: Bruck at 4 and from 6 ranks, not 5 (a power-of-two
+     * row and a min_ranks row); the doubling reduce-scatter from 4; neither on 2 or 3. */
+    EXPECT(&nc, CC_OP_ALLTOALL, 4, "bruck");
+    EXPECT(&nc, CC_OP_ALLTOALL, 16 * K, "bruck");
+    EXPECT(&nc, CC_OP_ALLTOALL, 16 * K + 4, "linear");
+    EXPECT(&nc, CC_OP_REDUCE_SCATTER, 4, "recursive_doubling");
+    EXPECT(&nc, CC_OP_REDUCE_SCATTER, 32 * K, "recursive_doubling");
+    EXPECT(&nc, CC_OP_REDUCE_SCATTER, 32 * K + 4, "ring");
+    static const struct {
+        int n;
+        const char *a2a, *rs;
+    } by_n[] = {{2, "linear", "ring"},
+                {3, "linear", "ring"},
+                {5, "linear", "recursive_doubling"},
+                {6, "bruck", "recursive_doubling"},
+                {7, "bruck", "recursive_doubling"},
+                {8, "bruck", "recursive_doubling"}};
+    for (size_t i = 0; i < sizeof(by_n) / sizeof(by_n[0]); i++) {
+        cc__native_t m = engine_of(by_n[i].n, CC__TPM_NET);
+        EXPECT(&m, CC_OP_ALLTOALL, 1 * K, by_n[i].a2a);
+        EXPECT(&m, CC_OP_REDUCE_SCATTER, 1 * K, by_n[i].rs);
+    }
     EXPECT(&nc, CC_OP_BARRIER, 0, "dissemination");
     EXPECT(&nc, CC_OP_MONITORED_BARRIER, 0, "all_to_one");
     EXPECT(&nc, CC_OP_COALESCED, 4, "packed");
