@@ -169,9 +169,25 @@ int cc__arena_cma_ok(const cc__arena_t *ar);
  */
 cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
                             uint64_t deadline_ns, cc__arena_op_t *ao);
-/* This rank's (or a peer's) arrival line and staging data of the op's parity. */
-struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank);
-void *cc__arena_data(cc__arena_op_t *ao, int rank);
+/* This rank's (or a peer's) arrival line and staging data of the op's parity (inline: a small
+ * op asks for them once per rank). */
+static inline struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank)
+{
+    return &cc__arena_ctl(ao->ar, rank)->par[ao->par];
+}
+
+static inline void *cc__arena_data(cc__arena_op_t *ao, int rank)
+{
+    return (char *)cc__arena_ctl(ao->ar, rank) + CC__ARENA_CTL_BYTES +
+           (size_t)ao->par * CC__ARENA_DATA;
+}
+
+/* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
+static inline void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
+{
+    return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
+                                     : cc__arena_data(ao, rank);
+}
 /* Publish the arrival (addresses and staged data become visible) and wake sleepers. */
 void cc__arena_post(cc__arena_op_t *ao);
 /* Wait until `peer` arrived at this op, then check that it runs the same op
@@ -204,7 +220,5 @@ cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src
 /* Work space `which` (0 or 1) of at least len bytes, owned by the arena (one op at a time),
  * or NULL (logged). Growing one leaves the other where it is. */
 void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len);
-/* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
-void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes);
 
 #endif /* CC_TRANSPORT_ARENA_H */

@@ -192,7 +192,15 @@ static inline cc_status_t wait_word(cc__arena_op_t *ao, _Atomic uint64_t *w, uin
     return wait_slow(ao, w, target, peer, what);
 }
 
-/* The op's description and its hash, which peers compare with theirs. */
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+/* The op's description and its hash, which peers compare with theirs. Three rounds, no loop:
+ * it runs on every op. The shape word packs the enums into their ranges (type < 2^16, dtype
+ * and redop < 2^8: validated at the door long before; desc keeps the full values). */
 static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__arena_desc *d)
 {
     d->coll_seq = in->coll_seq;
@@ -201,12 +209,9 @@ static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__aren
     d->dtype = (int32_t)in->dtype;
     d->redop = (int32_t)in->redop;
     d->root = in->root;
-    uint64_t h = 0x9e3779b97f4a7c15ull, v[5] = {d->coll_seq, d->count, (uint64_t)d->type,
-                                                 (uint64_t)d->dtype << 32 | (uint32_t)d->redop,
-                                                 (uint64_t)(uint32_t)d->root};
-    for (int i = 0; i < 5; i++)
-        h = (h ^ v[i]) * 0xff51afd7ed558ccdull, h ^= h >> 29;
-    return h;
+    uint64_t shape = (uint64_t)(uint16_t)in->type | (uint64_t)(uint8_t)in->dtype << 16 |
+                     (uint64_t)(uint8_t)in->redop << 24 | (uint64_t)(uint32_t)in->root << 32;
+    return mix(mix(mix(0x9e3779b97f4a7c15ull, count), shape), in->coll_seq);
 }
 
 cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
@@ -232,23 +237,6 @@ cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t 
     p->recvbuf = (uint64_t)(uintptr_t)info->recvbuf;
     p->aux = 0;
     return CC_OK;
-}
-
-struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank)
-{
-    return &cc__arena_ctl(ao->ar, rank)->par[ao->par];
-}
-
-void *cc__arena_data(cc__arena_op_t *ao, int rank)
-{
-    return (char *)cc__arena_ctl(ao->ar, rank) + CC__ARENA_CTL_BYTES +
-           (size_t)ao->par * CC__ARENA_DATA;
-}
-
-void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
-{
-    return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
-                                     : cc__arena_data(ao, rank);
 }
 
 void cc__arena_post(cc__arena_op_t *ao)
