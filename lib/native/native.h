@@ -63,6 +63,7 @@ struct cc__native {
     unsigned exchanges;                   /* store allgathers made while connecting */
     unsigned windows;                     /* RMA windows created (window.c: their ids) */
     size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
+    int desync_check;                     /* CCOMM_DESYNC_CHECK (read once: every op asks) */
     const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
     struct cc__arena *arena; /* an all-shm comm's control segment (transport/arena.h), or NULL */
 

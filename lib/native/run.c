@@ -5,7 +5,6 @@
  * left posted. engine.c calls cc__native_run for each op it takes;
  * algorithms that build sub-ops call cc__native_run_sub.
  */
-#include "base/config.h"
 #include "base/log.h"
 #include "native/native.h"
 
@@ -74,7 +73,7 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
     op->info.transport =
         op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
     cc__op_started(op);
-    if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
+    if (nc->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
     st = run_algo(nc, op, fn);
     /* Failure path only: whom the op was waiting for, for the comm's abort message. */
     if ((st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST) && op->waited_peer < 0)
