@@ -17,8 +17,7 @@
 #include "engine/comm.h"
 #include "native/shm_algo.h"
 
-/* Bytes a rank stages in the arena for this op in the flat algorithm. */
-static size_t staged_bytes(const cc__native_t *nc, const cc__op_t *op)
+size_t cc__shm_staged_bytes(const cc__native_t *nc, const cc__op_t *op)
 {
     const cc_op_info_t *in = &op->info;
     size_t es = in->dtype < CC_DTYPE_COUNT ? cc_dtype_size(in->dtype) : 1;
@@ -58,7 +57,7 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
                         cc__shm_body cma)
 {
     /* The asked-for body first, so the common case tests one condition. */
-    int fits = nc->arena && staged_bytes(nc, op) <= CC__ARENA_DATA;
+    int fits = nc->arena && cc__shm_staged_bytes(nc, op) <= CC__ARENA_DATA;
     cc__shm_body body = !want_cma && fits ? flat : NULL;
     if (!body) {
         int single = cma && cc__arena_cma_ok(nc->arena);

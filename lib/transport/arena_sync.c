@@ -214,7 +214,21 @@ static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__aren
     return mix(mix(mix(0x9e3779b97f4a7c15ull, count), shape), in->coll_seq);
 }
 
-cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
+/* Wait until every peer arrived at op `upto` (or later): what it read of this rank's lines
+ * and data in the ops before is over. */
+static cc_status_t wait_arrived(cc__arena_op_t *ao, uint64_t upto)
+{
+    cc__arena_t *ar = ao->ar;
+    int line = (int)(upto % CC__ARENA_DEPTH);
+    for (int q = 0; q < ar->n; q++)
+        if (q != ar->rank)
+            CC_CHECK(wait_word(ao, &cc__arena_ctl(ar, q)->par[line].seq, upto, q,
+                               "to begin an earlier op"));
+    ar->all_arrived = upto;
+    return CC_OK;
+}
+
+cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count, int deep,
                             uint64_t deadline_ns, cc__arena_op_t *ao)
 {
     ao->ar = ar;
@@ -222,17 +236,15 @@ cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t 
     ao->deadline_ns = deadline_ns;
     ao->seq = ++ar->seq;
     ao->par = (int)(ao->seq & 1);
-    /* Parity seq & 1 was last used by op seq - 2: free once everyone arrived at op seq - 1. */
-    if (ar->all_arrived + 1 < ao->seq) {
-        for (int q = 0; q < ar->n; q++)
-            if (q != ar->rank)
-                CC_CHECK(wait_word(ao, &cc__arena_ctl(ar, q)->par[ao->par ^ 1].seq, ao->seq - 1,
-                                   q, "to begin the previous op"));
-        ar->all_arrived = ao->seq - 1;
-    }
+    ao->slot = (int)(ao->seq % CC__ARENA_DEPTH);
+    /* Line seq % K was last used by op seq - K, data parity seq & 1 by op seq - 2: each is
+     * free once every peer arrived at the op after (the top of arena.h). */
+    uint64_t lag = deep ? CC__ARENA_DEPTH - 1 : 1;
+    if (ao->seq > lag && ar->all_arrived < ao->seq - lag)
+        CC_CHECK(wait_arrived(ao, ao->seq - lag));
     struct cc__arena_ctl *me = mine(ao);
-    struct cc__arena_par *p = &me->par[ao->par];
-    p->sig = describe(info, count, &me->desc[ao->par]);
+    struct cc__arena_par *p = &me->par[ao->slot];
+    p->sig = describe(info, count, &me->desc[ao->slot]);
     p->sendbuf = (uint64_t)(uintptr_t)info->sendbuf;
     p->recvbuf = (uint64_t)(uintptr_t)info->recvbuf;
     p->aux = 0;
@@ -242,15 +254,15 @@ cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t 
 void cc__arena_post(cc__arena_op_t *ao)
 {
     if (ao->ar->spin_ns) publish_cpu(ao);
-    atomic_store(&mine(ao)->par[ao->par].seq, ao->seq);
+    atomic_store(&mine(ao)->par[ao->slot].seq, ao->seq);
     wake_sleepers(ao);
 }
 
 /* Ranks that run different ops at the same arena number: say who runs what. */
 static cc_status_t mismatch(cc__arena_op_t *ao, int peer)
 {
-    const struct cc__arena_desc *a = &mine(ao)->desc[ao->par];
-    const struct cc__arena_desc *b = &cc__arena_ctl(ao->ar, peer)->desc[ao->par];
+    const struct cc__arena_desc *a = &mine(ao)->desc[ao->slot];
+    const struct cc__arena_desc *b = &cc__arena_ctl(ao->ar, peer)->desc[ao->slot];
     cc_log_error(CC_SUBSYS_SHM,
                  "shm: ranks disagree at collective %llu: rank %d runs %s(count %llu, dtype %d, "
                  "op %d, root %d) but rank %d runs %s(count %llu, dtype %d, op %d, root %d) as "
@@ -266,7 +278,7 @@ cc_status_t cc__arena_wait_arrive(cc__arena_op_t *ao, int peer)
 {
     struct cc__arena_par *p = cc__arena_par(ao, peer);
     CC_CHECK(wait_word(ao, &p->seq, ao->seq, peer, "to arrive"));
-    return p->sig == mine(ao)->par[ao->par].sig ? CC_OK : mismatch(ao, peer);
+    return p->sig == mine(ao)->par[ao->slot].sig ? CC_OK : mismatch(ao, peer);
 }
 
 cc_status_t cc__arena_wait_all(cc__arena_op_t *ao)
