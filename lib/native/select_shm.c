@@ -17,7 +17,8 @@
 #include "engine/comm.h"
 #include "native/shm_algo.h"
 
-size_t cc__shm_staged_bytes(const cc__native_t *nc, const cc__op_t *op)
+/* Bytes a rank stages in the arena for this op in the flat algorithm. */
+static size_t staged_bytes(const cc__native_t *nc, const cc__op_t *op)
 {
     const cc_op_info_t *in = &op->info;
     size_t es = in->dtype < CC_DTYPE_COUNT ? cc_dtype_size(in->dtype) : 1;
@@ -57,7 +58,8 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
                         cc__shm_body cma)
 {
     /* The asked-for body first, so the common case tests one condition. */
-    int fits = nc->arena && cc__shm_staged_bytes(nc, op) <= CC__ARENA_DATA;
+    size_t staged = staged_bytes(nc, op);
+    int fits = nc->arena && staged <= CC__ARENA_DATA;
     cc__shm_body body = !want_cma && fits ? flat : NULL;
     if (!body) {
         int single = cma && cc__arena_cma_ok(nc->arena);
@@ -65,7 +67,8 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
     }
     if (!body) return net_stand_in(nc, op);
     if (body != (want_cma ? cma : flat)) op->info.algorithm = body == cma ? "shm_cma" : "shm_flat";
-    cc__arena_op_t ao = {.seq = 0};
+    /* Every body stages this much or nothing (cc__shm_begin: deep when it fits the lines). */
+    cc__arena_op_t ao = {.seq = 0, .deep = staged <= CC__ARENA_INLINE};
     return cc__arena_end(&ao, body(nc, op, &ao));
 }
 

@@ -12,17 +12,13 @@
 #include "native/native.h"
 #include "transport/arena.h"
 
-/* Bytes a rank stages in the arena for this op in the flat algorithm (select_shm.c). */
-size_t cc__shm_staged_bytes(const cc__native_t *nc, const cc__op_t *op);
-
 /* Begin op `op` on the communicator's arena (cc__arena_begin with the op's info and deadline):
- * deep (may run ahead of its peers) when what any rank stages fits the arrival lines. Every
- * body stages exactly cc__shm_staged_bytes or nothing. */
+ * deep (may run ahead of its peers) as cc__shm_run decided in ao->deep, from the bytes any
+ * rank's body stages (its flat size; every body stages that or nothing). */
 static inline cc_status_t cc__shm_begin(cc__native_t *nc, cc__op_t *op, uint64_t count,
                                         cc__arena_op_t *ao)
 {
-    int deep = cc__shm_staged_bytes(nc, op) <= CC__ARENA_INLINE;
-    return cc__arena_begin(nc->arena, &op->info, count, deep, op->deadline_ns, ao);
+    return cc__arena_begin(nc->arena, &op->info, count, ao->deep, op->deadline_ns, ao);
 }
 
 /* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */

@@ -157,6 +157,7 @@ typedef struct cc__arena_op {
     uint64_t seq;             /* this op's arena number */
     int par;                  /* seq & 1: the data parity */
     int slot;                 /* seq % CC__ARENA_DEPTH: the arrival line */
+    int deep;                 /* the caller's `deep` (set before begin by cc__shm_run) */
 } cc__arena_op_t;
 
 /*

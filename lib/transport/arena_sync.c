@@ -237,6 +237,7 @@ cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t 
     ao->seq = ++ar->seq;
     ao->par = (int)(ao->seq & 1);
     ao->slot = (int)(ao->seq % CC__ARENA_DEPTH);
+    ao->deep = deep;
     /* Line seq % K was last used by op seq - K, data parity seq & 1 by op seq - 2: each is
      * free once every peer arrived at the op after (the top of arena.h). */
     uint64_t lag = deep ? CC__ARENA_DEPTH - 1 : 1;
