@@ -61,7 +61,7 @@
 #define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */
 #define CC__ARENA_PROG_BITS 24            /* prog: low bits count pieces */
 #define CC__ARENA_MAX_RANKS 64            /* larger communicators get no arena */
-#define CC__ARENA_DEPTH     8             /* arrival lines per rank (how far a deep op runs ahead) */
+#define CC__ARENA_DEPTH     16            /* arrival lines per rank (how far a deep op runs ahead) */
 /* Payload bytes that travel in the arrival lines: 24 in the first line with the arrival
  * itself (one line per peer for an 8-byte allreduce), up to 280 in the first five. */
 #define CC__ARENA_INLINE    280u
@@ -118,7 +118,7 @@ struct cc__arena_hdr {
 #define CC__ARENA_MAGIC     0x616e657261636363ull /* "cccarena" */
 #define CC__ARENA_VERSION   2u /* 2: CC__ARENA_DEPTH arrival slots of five lines */
 #define CC__ARENA_HDR_BYTES 4096u
-#define CC__ARENA_CTL_BYTES 4096u
+#define CC__ARENA_CTL_BYTES 8192u
 #define CC__ARENA_STRIDE    (CC__ARENA_CTL_BYTES + 2u * CC__ARENA_DATA)
 
 /* This rank's handle on the arena. */
