@@ -61,7 +61,11 @@
 #define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */
 #define CC__ARENA_PROG_BITS 24            /* prog: low bits count pieces */
 #define CC__ARENA_MAX_RANKS 64            /* larger communicators get no arena */
-#define CC__ARENA_DEPTH     16            /* arrival lines per rank (how far a deep op runs ahead) */
+/* Arrival slots per rank: a deep op runs up to DEPTH - 1 ops ahead. Measured at 4 ranks on 2
+ * CPUs, 2026-12-01 21:17 UTC, builds differing in this value only, 7 launches: bench/ab.sh
+ * --coll broadcast --sizes "16 64 256" --ranks 4 --launches 7 --iters 20000: 8 was 1.2-1.7x
+ * slower than 16, 32 within the noise of 16 (docs/performance.md, session 5). */
+#define CC__ARENA_DEPTH     16
 /* Payload bytes that travel in the arrival lines: 24 in the first line with the arrival
  * itself (one line per peer for an 8-byte allreduce), up to 280 in the first five. */
 #define CC__ARENA_INLINE    280u
