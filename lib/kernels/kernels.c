@@ -88,6 +88,19 @@ cc__kernel_isa_t cc__kernel_isa_best(void)
     return (cc__kernel_isa_t)isa;
 }
 
+/* The best variant's table, found once (racing threads find the same one): the lookups of
+ * every small op go through here, and the variant checks cost more than the kernel. */
+static const cc__kernel_table_t *best_table(void)
+{
+    static const cc__kernel_table_t *_Atomic cached;
+    const cc__kernel_table_t *t = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!t) {
+        t = isa_table(cc__kernel_isa_best());
+        atomic_store_explicit(&cached, t, memory_order_relaxed);
+    }
+    return t;
+}
+
 /* CC_OK, or the status for an unusable variant, out-of-range enums, a
  * bitwise op on floats or (when `out` is given as NULL) no output. */
 static cc_status_t lookup_check(cc__kernel_isa_t isa, cc_dtype_t dtype, cc_redop_t op,
@@ -129,7 +142,13 @@ cc_status_t cc__kernel_reduce_get(cc_dtype_t dtype, cc_redop_t op, cc__reduce_fn
 
 cc_status_t cc__kernel_reduce_multi_get(cc_dtype_t dtype, cc_redop_t op, cc__reduce_multi_fn *fn)
 {
-    return cc__kernel_reduce_multi_get_isa(cc__kernel_isa_best(), dtype, op, fn);
+    /* The statuses of lookup_check on the best variant (which always runs here). */
+    if ((unsigned)dtype >= CC_DTYPE_COUNT || (unsigned)op >= CC_REDOP_COUNT || !fn)
+        return CC_ERR_INVALID_ARG;
+    const cc__kernel_table_t *t = best_table();
+    if (!t->pair[dtype][op]) return CC_ERR_NOT_SUPPORTED;
+    *fn = t->multi[dtype][op];
+    return CC_OK;
 }
 
 /* Shared checks of scale and div; SUM is supported for every dtype. */

@@ -172,7 +172,8 @@ static cc_status_t stream_body(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *a
     s.piece = cc__shm_stream_piece(s.n, s.es);
     s.stream_out = s.in->in_count * s.es >= STREAM_OUT_BYTES;
     CC_CHECK(cc__kernel_reduce_multi_get(s.in->dtype, s.in->redop, &s.fn));
-    CC_CHECK(cc__shm_begin(nc, op, s.in->in_count, ao));
+    /* Never deep: the pieces go through the data area whatever the op's size. */
+    CC_CHECK(cc__arena_begin(nc->arena, &op->info, s.in->in_count, 0, op->deadline_ns, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     uint64_t steps = 0;

@@ -83,6 +83,7 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
     nc->tpm = nc->size == 1 ? CC__TPM_SELF : !ntcp ? CC__TPM_SHM : CC__TPM_NET;
     nc->seg_bytes = (size_t)cfg->pipeline_chunk;
+    nc->desync_check = cfg->desync_check;
     st = cc__arena_create(nc->net, nc->comm->id, nc->comm->name, &nc->abort_reason, &nc->arena);
     if (st != CC_OK) {
         native_destroy(nc);

@@ -38,7 +38,12 @@ enum {
     CC__TPM_ANY = 0x7u,
 };
 
-typedef struct cc__native {
+typedef struct cc__native cc__native_t;
+
+/* An algorithm runs one op to completion; returns its status. */
+typedef cc_status_t (*cc__algo_fn)(cc__native_t *nc, cc__op_t *op);
+
+struct cc__native {
     struct cc_comm *comm;
     cc__net_t *net;
     int rank, size;
@@ -58,8 +63,21 @@ typedef struct cc__native {
     unsigned exchanges;                   /* store allgathers made while connecting */
     unsigned windows;                     /* RMA windows created (window.c: their ids) */
     size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
+    int desync_check;                     /* CCOMM_DESYNC_CHECK (read once: every op asks) */
     const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
     struct cc__arena *arena; /* an all-shm comm's control segment (transport/arena.h), or NULL */
+
+    /* The last op's choice (run.c): a stream of like ops skips the table. The choice depends
+     * only on these (select.c: type, size, transport class, overrides; the config is
+     * immutable once read). fn NULL: none yet. */
+    struct cc__native_choice {
+        cc__algo_fn fn;
+        const char *algo;
+        const char *forced; /* nc->forced[type] when it was made */
+        size_t in_count, out_count, bytes;
+        cc_op_type_t type;
+        cc_dtype_t dtype;
+    } last;
 
     /* Work space, grown on demand, owned by the op that runs (one at a time). */
     void *scratch; /* algorithms' receive and staging space */
@@ -71,10 +89,7 @@ typedef struct cc__native {
     cc__req_t *reqs;     /* request pool of the running algorithm */
     cc__req_t **reqp;    /* pointers for cc__net_wait */
     int nreqs, reqs_cap; /* handed out / allocated */
-} cc__native_t;
-
-/* An algorithm runs one op to completion; returns its status. */
-typedef cc_status_t (*cc__algo_fn)(cc__native_t *nc, cc__op_t *op);
+};
 
 /*
  * The choice (select.c): the algorithm the table gives op on nc, a forced

@@ -5,7 +5,6 @@
  * left posted. engine.c calls cc__native_run for each op it takes;
  * algorithms that build sub-ops call cc__native_run_sub.
  */
-#include "base/config.h"
 #include "base/log.h"
 #include "native/native.h"
 
@@ -43,15 +42,38 @@ cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
     return fn ? run_algo(nc, sub, fn) : st;
 }
 
+/*
+ * cc__native_choose, remembering the last choice: ops of one type, dtype and size in a row
+ * (the common case: a training step's allreduces) skip the table's walk, its forced-name
+ * checks and the config's look-ups, about half the engine's own cost of an 8-byte op.
+ */
+static cc__algo_fn choose(cc__native_t *nc, cc__op_t *op, cc_status_t *st)
+{
+    const cc_op_info_t *in = &op->info;
+    struct cc__native_choice *c = &nc->last;
+    const char *forced = (unsigned)in->type < CC_OP_TYPE_COUNT ? nc->forced[in->type] : NULL;
+    if (c->fn && c->type == in->type && c->dtype == in->dtype && c->bytes == in->bytes &&
+        c->in_count == in->in_count && c->out_count == in->out_count && c->forced == forced) {
+        op->info.algorithm = c->algo;
+        return c->fn;
+    }
+    cc__algo_fn fn = cc__native_choose(nc, op, &op->info.algorithm, st);
+    if (fn)
+        *c = (struct cc__native_choice){fn,           op->info.algorithm, forced,
+                                        in->in_count, in->out_count,      in->bytes,
+                                        in->type,     in->dtype};
+    return fn;
+}
+
 cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
 {
     cc_status_t st;
-    cc__algo_fn fn = cc__native_choose(nc, op, &op->info.algorithm, &st);
+    cc__algo_fn fn = choose(nc, op, &st);
     if (!fn) return st;
     op->info.transport =
         op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
     cc__op_started(op);
-    if (cc__cfg()->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
+    if (nc->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
     st = run_algo(nc, op, fn);
     /* Failure path only: whom the op was waiting for, for the comm's abort message. */
     if ((st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST) && op->waited_peer < 0)

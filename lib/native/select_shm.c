@@ -57,13 +57,18 @@ static cc_status_t net_stand_in(cc__native_t *nc, cc__op_t *op)
 cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_body flat,
                         cc__shm_body cma)
 {
-    int fits = nc->arena && staged_bytes(nc, op) <= CC__ARENA_DATA;
-    int single = cma && cc__arena_cma_ok(nc->arena);
-    cc__shm_body body = want_cma ? (single ? cma : fits ? flat : NULL)
-                                 : (fits ? flat : single ? cma : NULL);
+    /* The asked-for body first, so the common case tests one condition. */
+    size_t staged = staged_bytes(nc, op);
+    int fits = nc->arena && staged <= CC__ARENA_DATA;
+    cc__shm_body body = !want_cma && fits ? flat : NULL;
+    if (!body) {
+        int single = cma && cc__arena_cma_ok(nc->arena);
+        body = want_cma ? (single ? cma : fits ? flat : NULL) : (single ? cma : NULL);
+    }
     if (!body) return net_stand_in(nc, op);
     if (body != (want_cma ? cma : flat)) op->info.algorithm = body == cma ? "shm_cma" : "shm_flat";
-    cc__arena_op_t ao = {.seq = 0};
+    /* Every body stages this much or nothing (cc__shm_begin: deep when it fits the lines). */
+    cc__arena_op_t ao = {.seq = 0, .deep = staged <= CC__ARENA_INLINE};
     return cc__arena_end(&ao, body(nc, op, &ao));
 }
 

@@ -12,11 +12,13 @@
 #include "native/native.h"
 #include "transport/arena.h"
 
-/* Begin op `op` on the communicator's arena (cc__arena_begin with the op's info and deadline). */
+/* Begin op `op` on the communicator's arena (cc__arena_begin with the op's info and deadline):
+ * deep (may run ahead of its peers) as cc__shm_run decided in ao->deep, from the bytes any
+ * rank's body stages (its flat size; every body stages that or nothing). */
 static inline cc_status_t cc__shm_begin(cc__native_t *nc, cc__op_t *op, uint64_t count,
                                         cc__arena_op_t *ao)
 {
-    return cc__arena_begin(nc->arena, &op->info, count, op->deadline_ns, ao);
+    return cc__arena_begin(nc->arena, &op->info, count, ao->deep, op->deadline_ns, ao);
 }
 
 /* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */

@@ -40,8 +40,9 @@
 #include "transport/arena.h"
 #include "transport/arena_int.h"
 
-_Static_assert(sizeof(struct cc__arena_par) == CC__ARENA_LINE, "params fill one line");
 _Static_assert(sizeof(struct cc__arena_ctl) <= CC__ARENA_CTL_BYTES, "slot control fits");
+_Static_assert(sizeof(struct cc__arena_par) == 5 * CC__ARENA_LINE, "arrival slots of five lines");
+_Static_assert(CC__ARENA_INLINE <= CC__ARENA_DATA, "inline payload fits the data area too");
 
 /* Tags of the creation rounds: collective number 0 is never an op's. */
 #define ARENA_TAG(step) (CC__TAG_INTERNAL | 0xe0u | (uint32_t)(step))

@@ -10,14 +10,21 @@
  * rank 0 when the engine creates it and unlinked once every rank mapped it.
  * Each rank owns a slot and is the only writer of it:
  *
- *   slot:  arrival[2] | prog | done | sleeping | base, quit | desc[2] | data[2]
+ *   slot:  arrival[K] | prog | done | sleeping | base, quit | desc[K] | data[2]
  *
  * Arena ops are numbered 1, 2, ... in the order every rank issues them (the
- * same on all ranks). Op s uses the params and data of parity s & 1; a rank
- * rewrites parity p for op s only after every peer arrived at op s - 1, that
- * is, finished op s - 2, the last op that used p. Counters only grow:
+ * same on all ranks). Op s uses arrival line s % K (K = CC__ARENA_DEPTH) and
+ * the data of parity s & 1. A rank rewrites data parity p for op s only
+ * after every peer arrived at op s - 1, that is, finished op s - 2, the
+ * last op that used p; an op whose data all fits in the arrival lines (a
+ * "deep" op, CC__ARENA_INLINE bytes) only waits until every peer arrived
+ * at op s - K + 1, when line s % K is free. So a rooted op that waits for
+ * nobody (a small broadcast's root) runs up to K - 1 ops ahead of its
+ * readers, and a reader that gets the CPU once catches up on all of them:
+ * on a host with fewer CPUs than ranks that is what keeps the ranks from
+ * handing the CPUs over once per op. Counters only grow:
  *
- *   arrival[s&1].seq = s  the rank arrived at op s: its buffer addresses
+ *   arrival[s%K].seq = s  the rank arrived at op s: its buffer addresses
  *                       and any data it stages for op s are published
  *   prog   = s<<24 | k  the first k pieces of this rank's share of op s are
  *                       final (pipelined phases read as far as it says)
@@ -54,12 +61,20 @@
 #define CC__ARENA_DATA      (64u * 1024u) /* staging bytes per rank and parity */
 #define CC__ARENA_PROG_BITS 24            /* prog: low bits count pieces */
 #define CC__ARENA_MAX_RANKS 64            /* larger communicators get no arena */
-#define CC__ARENA_INLINE    24u           /* payload bytes that travel in the arrival line */
+/* Arrival slots per rank: a deep op runs up to DEPTH - 1 ops ahead. Measured at 4 ranks on 2
+ * CPUs, 2026-12-01 21:17 UTC, builds differing in this value only, 7 launches: bench/ab.sh
+ * --coll broadcast --sizes "16 64 256" --ranks 4 --launches 7 --iters 20000: 8 was 1.2-1.7x
+ * slower than 16, 32 within the noise of 16 (docs/performance.md, session 5). */
+#define CC__ARENA_DEPTH     16
+/* Payload bytes that travel in the arrival lines: 24 in the first line with the arrival
+ * itself (one line per peer for an 8-byte allreduce), up to 280 in the first five. */
+#define CC__ARENA_INLINE    280u
 
 /*
- * A rank's arrival at an op: one line per parity, so a small op costs each
- * peer one line to read. seq is stored last (release); the rest is valid
- * once it reads the op's number.
+ * A rank's arrival at an op: five lines per slot, the first holding the
+ * arrival, the addresses and 24 payload bytes, so a tiny op costs each peer
+ * one line to read. seq is stored last (release); the rest is valid once it
+ * reads the op's number.
  */
 struct cc__arena_par {
     _Atomic uint64_t seq; /* arena op number: the owner arrived at it */
@@ -80,7 +95,7 @@ struct cc__arena_desc {
 
 /* One rank's slot; every line is written by its owner only. */
 struct cc__arena_ctl {
-    struct cc__arena_par par[2];
+    struct cc__arena_par par[CC__ARENA_DEPTH];
     _Atomic uint64_t prog;
     char pad1[CC__ARENA_LINE - 8];
     _Atomic uint64_t done;
@@ -91,7 +106,7 @@ struct cc__arena_ctl {
     uint64_t base;         /* the owner's address of the mapping (CMA probe at creation) */
     _Atomic uint64_t quit; /* the owner gave up on this op (error): peers stop waiting for it */
     char pad4[CC__ARENA_LINE - 16];
-    struct cc__arena_desc desc[2];
+    struct cc__arena_desc desc[CC__ARENA_DEPTH];
 };
 
 /* The first page of the arena, written by rank 0 before anyone else maps it. */
@@ -105,9 +120,9 @@ struct cc__arena_hdr {
 };
 
 #define CC__ARENA_MAGIC     0x616e657261636363ull /* "cccarena" */
-#define CC__ARENA_VERSION   1u
+#define CC__ARENA_VERSION   2u /* 2: CC__ARENA_DEPTH arrival slots of five lines */
 #define CC__ARENA_HDR_BYTES 4096u
-#define CC__ARENA_CTL_BYTES 4096u
+#define CC__ARENA_CTL_BYTES 8192u
 #define CC__ARENA_STRIDE    (CC__ARENA_CTL_BYTES + 2u * CC__ARENA_DATA)
 
 /* This rank's handle on the arena. */
@@ -144,7 +159,9 @@ typedef struct cc__arena_op {
     const cc_op_info_t *info; /* the op (its signature, buffers, and names in messages) */
     uint64_t deadline_ns;     /* CLOCK_MONOTONIC; waits fail with CC_ERR_TIMEOUT after it */
     uint64_t seq;             /* this op's arena number */
-    int par;      /* seq & 1 */
+    int par;                  /* seq & 1: the data parity */
+    int slot;                 /* seq % CC__ARENA_DEPTH: the arrival line */
+    int deep;                 /* the caller's `deep` (set before begin by cc__shm_run) */
 } cc__arena_op_t;
 
 /*
@@ -162,16 +179,35 @@ void cc__arena_destroy(cc__arena_t *ar);
 int cc__arena_cma_ok(const cc__arena_t *ar);
 
 /*
- * Start op `info` on the arena: number it, wait until this rank's parity
- * may be rewritten, and fill its params (not yet published). count: the
- * algorithm's size parameter (see desc), part of the signature. info must
- * stay valid until the op ends.
+ * Start op `info` on the arena: number it, wait until this rank's arrival
+ * line (and, unless `deep`, its data parity) may be rewritten, and fill its
+ * params (not yet published). count: the algorithm's size parameter (see
+ * desc), part of the signature. deep: the op stages at most
+ * CC__ARENA_INLINE bytes on any rank (cc__arena_stage then never gives the
+ * data area) and may run ahead of its peers (see the top). info must stay
+ * valid until the op ends.
  */
-cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
+cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count, int deep,
                             uint64_t deadline_ns, cc__arena_op_t *ao);
-/* This rank's (or a peer's) arrival line and staging data of the op's parity. */
-struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank);
-void *cc__arena_data(cc__arena_op_t *ao, int rank);
+/* This rank's (or a peer's) arrival line and staging data of the op's parity (inline: a small
+ * op asks for them once per rank). */
+static inline struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank)
+{
+    return &cc__arena_ctl(ao->ar, rank)->par[ao->slot];
+}
+
+static inline void *cc__arena_data(cc__arena_op_t *ao, int rank)
+{
+    return (char *)cc__arena_ctl(ao->ar, rank) + CC__ARENA_CTL_BYTES +
+           (size_t)ao->par * CC__ARENA_DATA;
+}
+
+/* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
+static inline void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
+{
+    return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
+                                     : cc__arena_data(ao, rank);
+}
 /* Publish the arrival (addresses and staged data become visible) and wake sleepers. */
 void cc__arena_post(cc__arena_op_t *ao);
 /* Wait until `peer` arrived at this op, then check that it runs the same op
@@ -204,7 +240,5 @@ cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src
 /* Work space `which` (0 or 1) of at least len bytes, owned by the arena (one op at a time),
  * or NULL (logged). Growing one leaves the other where it is. */
 void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len);
-/* Where a rank stages `bytes` of this op: the arrival line when they fit, else its data area. */
-void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes);
 
 #endif /* CC_TRANSPORT_ARENA_H */

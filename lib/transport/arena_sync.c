@@ -192,7 +192,15 @@ static inline cc_status_t wait_word(cc__arena_op_t *ao, _Atomic uint64_t *w, uin
     return wait_slow(ao, w, target, peer, what);
 }
 
-/* The op's description and its hash, which peers compare with theirs. */
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+/* The op's description and its hash, which peers compare with theirs. Three rounds, no loop:
+ * it runs on every op. The shape word packs the enums into their ranges (type < 2^16, dtype
+ * and redop < 2^8: validated at the door long before; desc keeps the full values). */
 static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__arena_desc *d)
 {
     d->coll_seq = in->coll_seq;
@@ -201,15 +209,26 @@ static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__aren
     d->dtype = (int32_t)in->dtype;
     d->redop = (int32_t)in->redop;
     d->root = in->root;
-    uint64_t h = 0x9e3779b97f4a7c15ull, v[5] = {d->coll_seq, d->count, (uint64_t)d->type,
-                                                 (uint64_t)d->dtype << 32 | (uint32_t)d->redop,
-                                                 (uint64_t)(uint32_t)d->root};
-    for (int i = 0; i < 5; i++)
-        h = (h ^ v[i]) * 0xff51afd7ed558ccdull, h ^= h >> 29;
-    return h;
+    uint64_t shape = (uint64_t)(uint16_t)in->type | (uint64_t)(uint8_t)in->dtype << 16 |
+                     (uint64_t)(uint8_t)in->redop << 24 | (uint64_t)(uint32_t)in->root << 32;
+    return mix(mix(mix(0x9e3779b97f4a7c15ull, count), shape), in->coll_seq);
 }
 
-cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count,
+/* Wait until every peer arrived at op `upto` (or later): what it read of this rank's lines
+ * and data in the ops before is over. */
+static cc_status_t wait_arrived(cc__arena_op_t *ao, uint64_t upto)
+{
+    cc__arena_t *ar = ao->ar;
+    int line = (int)(upto % CC__ARENA_DEPTH);
+    for (int q = 0; q < ar->n; q++)
+        if (q != ar->rank)
+            CC_CHECK(wait_word(ao, &cc__arena_ctl(ar, q)->par[line].seq, upto, q,
+                               "to begin an earlier op"));
+    ar->all_arrived = upto;
+    return CC_OK;
+}
+
+cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t count, int deep,
                             uint64_t deadline_ns, cc__arena_op_t *ao)
 {
     ao->ar = ar;
@@ -217,52 +236,34 @@ cc_status_t cc__arena_begin(cc__arena_t *ar, const cc_op_info_t *info, uint64_t 
     ao->deadline_ns = deadline_ns;
     ao->seq = ++ar->seq;
     ao->par = (int)(ao->seq & 1);
-    /* Parity seq & 1 was last used by op seq - 2: free once everyone arrived at op seq - 1. */
-    if (ar->all_arrived + 1 < ao->seq) {
-        for (int q = 0; q < ar->n; q++)
-            if (q != ar->rank)
-                CC_CHECK(wait_word(ao, &cc__arena_ctl(ar, q)->par[ao->par ^ 1].seq, ao->seq - 1,
-                                   q, "to begin the previous op"));
-        ar->all_arrived = ao->seq - 1;
-    }
+    ao->slot = (int)(ao->seq % CC__ARENA_DEPTH);
+    ao->deep = deep;
+    /* Line seq % K was last used by op seq - K, data parity seq & 1 by op seq - 2: each is
+     * free once every peer arrived at the op after (the top of arena.h). */
+    uint64_t lag = deep ? CC__ARENA_DEPTH - 1 : 1;
+    if (ao->seq > lag && ar->all_arrived < ao->seq - lag)
+        CC_CHECK(wait_arrived(ao, ao->seq - lag));
     struct cc__arena_ctl *me = mine(ao);
-    struct cc__arena_par *p = &me->par[ao->par];
-    p->sig = describe(info, count, &me->desc[ao->par]);
+    struct cc__arena_par *p = &me->par[ao->slot];
+    p->sig = describe(info, count, &me->desc[ao->slot]);
     p->sendbuf = (uint64_t)(uintptr_t)info->sendbuf;
     p->recvbuf = (uint64_t)(uintptr_t)info->recvbuf;
     p->aux = 0;
     return CC_OK;
 }
 
-struct cc__arena_par *cc__arena_par(cc__arena_op_t *ao, int rank)
-{
-    return &cc__arena_ctl(ao->ar, rank)->par[ao->par];
-}
-
-void *cc__arena_data(cc__arena_op_t *ao, int rank)
-{
-    return (char *)cc__arena_ctl(ao->ar, rank) + CC__ARENA_CTL_BYTES +
-           (size_t)ao->par * CC__ARENA_DATA;
-}
-
-void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
-{
-    return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
-                                     : cc__arena_data(ao, rank);
-}
-
 void cc__arena_post(cc__arena_op_t *ao)
 {
     if (ao->ar->spin_ns) publish_cpu(ao);
-    atomic_store(&mine(ao)->par[ao->par].seq, ao->seq);
+    atomic_store(&mine(ao)->par[ao->slot].seq, ao->seq);
     wake_sleepers(ao);
 }
 
 /* Ranks that run different ops at the same arena number: say who runs what. */
 static cc_status_t mismatch(cc__arena_op_t *ao, int peer)
 {
-    const struct cc__arena_desc *a = &mine(ao)->desc[ao->par];
-    const struct cc__arena_desc *b = &cc__arena_ctl(ao->ar, peer)->desc[ao->par];
+    const struct cc__arena_desc *a = &mine(ao)->desc[ao->slot];
+    const struct cc__arena_desc *b = &cc__arena_ctl(ao->ar, peer)->desc[ao->slot];
     cc_log_error(CC_SUBSYS_SHM,
                  "shm: ranks disagree at collective %llu: rank %d runs %s(count %llu, dtype %d, "
                  "op %d, root %d) but rank %d runs %s(count %llu, dtype %d, op %d, root %d) as "
@@ -278,7 +279,7 @@ cc_status_t cc__arena_wait_arrive(cc__arena_op_t *ao, int peer)
 {
     struct cc__arena_par *p = cc__arena_par(ao, peer);
     CC_CHECK(wait_word(ao, &p->seq, ao->seq, peer, "to arrive"));
-    return p->sig == mine(ao)->par[ao->par].sig ? CC_OK : mismatch(ao, peer);
+    return p->sig == mine(ao)->par[ao->slot].sig ? CC_OK : mismatch(ao, peer);
 }
 
 cc_status_t cc__arena_wait_all(cc__arena_op_t *ao)

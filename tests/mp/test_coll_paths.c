@@ -198,6 +198,38 @@ static int check_pipeline(cc_comm_t *c, char *sb, char *rb)
     return 0;
 }
 
+/* One allreduce of count x dtype; the algorithm the POST hook saw must be `want`. */
+static int expect_algo(cc_comm_t *c, size_t count, cc_dtype_t dt, const char *want, char *sb,
+                       char *rb)
+{
+    g_algo = NULL;
+    cc_status_t st = cc_allreduce(c, sb, rb, count, dt, CC_SUM, NULL, NULL);
+    TC_REQUIRE(st == CC_OK, "allreduce of %zu x %s: %s", count, cc_dtype_name(dt),
+               cc_status_name(st));
+    TC_REQUIRE(g_algo && !strcmp(g_algo, want),
+               "allreduce of %zu x %s after other ops: %s, want %s", count, cc_dtype_name(dt),
+               g_algo ? g_algo : "(none)", want);
+    return 0;
+}
+
+/* The engine reuses the last op's choice (run.c) only for an op like it: the same count in
+ * another dtype crosses a bound, an override set or cleared between ops counts at once. */
+static int check_reuse(cc_comm_t *c, int shm, char *sb, char *rb)
+{
+    size_t count = shm ? 20000 : 5000; /* u8 below the bound, float32 above it */
+    const char *small = shm ? "shm_flat" : "recursive_doubling";
+    const char *large = shm ? "shm_stream" : "halving_doubling";
+    for (int i = 0; i < 2; i++)
+        if (expect_algo(c, count, CC_UINT8, small, sb, rb)) return 1;
+    if (expect_algo(c, count, CC_FLOAT32, large, sb, rb) ||
+        expect_algo(c, count, CC_UINT8, small, sb, rb))
+        return 1;
+    tc_force(c, CC_OP_ALLREDUCE, "ring");
+    if (expect_algo(c, count, CC_UINT8, "ring", sb, rb)) return 1;
+    tc_force(c, CC_OP_ALLREDUCE, "");
+    return expect_algo(c, count, CC_UINT8, small, sb, rb);
+}
+
 static int rank_main(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -208,7 +240,8 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     char *sb = calloc(1, BUF), *rb = calloc(1, BUF);
     TC_REQUIRE(sb && rb, "no memory");
     int shm = strcmp(cc__cfg()->transport, "tcp") != 0;
-    if (check_rows(c, shm, sb, rb) || check_pipeline(c, sb, rb)) return 1;
+    if (check_rows(c, shm, sb, rb) || check_reuse(c, shm, sb, rb) || check_pipeline(c, sb, rb))
+        return 1;
     free(sb);
     free(rb);
     cc_hook_remove(h);

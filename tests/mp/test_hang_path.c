@@ -309,6 +309,18 @@ static void test_desync(void **s)
     assert_int_equal(cc_test_fork_ranks(3, desync_rank, NULL, 30, env, NULL), 0);
 }
 
+/* Over TCP no arena compares the ops: what fails them is the check alone (the engine reads
+ * CCOMM_DESYNC_CHECK once, at the communicator's creation). */
+static void test_desync_tcp(void **s)
+{
+    (void)s;
+    fresh_dirs();
+    const char *env[] = {env_rings,          env_dumps,         "CCOMM_DESYNC_CHECK=1",
+                         "CCOMM_TRANSPORT=tcp", "CCOMM_TIMEOUT=10", "CCOMM_LOG_LEVEL=NONE",
+                         NULL};
+    assert_int_equal(cc_test_fork_ranks(3, desync_rank, NULL, 30, env, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_sigstop_heartbeat),
         cmocka_unit_test(test_abort_on_timeout),
         cmocka_unit_test(test_desync),
+        cmocka_unit_test(test_desync_tcp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

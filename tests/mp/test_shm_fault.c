@@ -183,16 +183,19 @@ static int mismatch_rank(int rank, int size, const char *addr, void *arg)
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
     const char *algo = (const char *)arg + 1;
-    int which = *(const char *)arg == 'b'; /* "b<algo>": allreduce vs broadcast; "c": counts */
+    /* "b<algo>": allreduce vs broadcast; "c": counts; "o": SUM vs MAX; "d": float32 vs int32 */
+    char what = *(const char *)arg;
+    int which = what == 'b', other = rank == 1;
     force_all(comm, algo);
     size_t n = count_for(algo);
     float *a = calloc(n + 1, sizeof(float)), *b = calloc(n + 1, sizeof(float));
     cc_status_t st;
-    if (which && rank == 1)
+    if (which && other)
         st = cc_broadcast(comm, a, b, n, CC_FLOAT32, 0, NULL, NULL);
     else
-        st = cc_allreduce(comm, a, b, n + (size_t)(which ? 0 : rank), CC_FLOAT32, CC_SUM, NULL,
-                          NULL);
+        st = cc_allreduce(comm, a, b, n + (size_t)(what == 'c' ? rank : 0),
+                          what == 'd' && other ? CC_INT32 : CC_FLOAT32,
+                          what == 'o' && other ? CC_MAX : CC_SUM, NULL, NULL);
     TC_REQUIRE(st == CC_ERR_MISMATCH, "%s: got %s", (const char *)arg, cc_status_name(st));
     free(a);
     free(b);
@@ -241,6 +244,8 @@ static void test_mismatch(void **s)
     run_ok(2, mismatch_rank, "cshm_cma");
     run_ok(2, mismatch_rank, "bshm_flat");
     run_ok(2, mismatch_rank, "bshm_cma");
+    run_ok(2, mismatch_rank, "oshm_flat");
+    run_ok(2, mismatch_rank, "dshm_flat");
 }
 
 int main(void)

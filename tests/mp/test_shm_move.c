@@ -6,6 +6,10 @@
  * and 8-byte elements, in and out of place, buffers off the 64-byte
  * boundary, every root; each byte checked against the pattern its sender
  * wrote. Receive buffers start poisoned, so a block never written shows.
+ * The arena's inline payload (CC__ARENA_INLINE, transport/arena.h): staged
+ * bytes at 24 / 25 (one arrival line or more) and at and one past the
+ * inline bound, in streaks of ops that each send other bytes while one rank
+ * starts late, so a root that runs ahead wraps the arrival slots.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "test_coll_util.h"
+#include "transport/arena.h"
 
 static const char *const algos[] = {"shm_flat", "shm_cma"};
 
@@ -25,22 +31,23 @@ struct tcase {
     cc_dtype_t dt;
     size_t count, bytes, off; /* count elements = bytes per block */
     const char *algo;
+    int salt; /* added to every block number: each op of a streak sends other bytes */
 };
 
-static void put_block(unsigned char *p, int r, int blk, size_t bytes)
+static void put_block(const struct tcase *c, unsigned char *p, int r, int blk)
 {
-    for (size_t j = 0; j < bytes; j++) p[j] = tc_byte(r, blk, j);
+    for (size_t j = 0; j < c->bytes; j++) p[j] = tc_byte(r, blk + c->salt, j);
 }
 
 static int check_block(const struct tcase *c, const unsigned char *p, int r, int blk,
                        const char *what)
 {
     for (size_t j = 0; j < c->bytes; j++)
-        TC_REQUIRE(p[j] == tc_byte(r, blk, j),
+        TC_REQUIRE(p[j] == tc_byte(r, blk + c->salt, j),
                    "%s/%s count %zu x %zu B inplace %d root %d: block from rank %d (#%d) byte %zu "
                    "is %u, want %u",
                    what, c->algo, c->count, cc_dtype_size(c->dt), c->inplace, c->root, r, blk, j,
-                   p[j], tc_byte(r, blk, j));
+                   p[j], tc_byte(r, blk + c->salt, j));
     return 0;
 }
 
@@ -56,7 +63,7 @@ static int t_broadcast(const struct tcase *c)
 {
     unsigned char *rb = blocks(c, 1, c->off), *sb = rb;
     if (c->r == c->root && !c->inplace) sb = blocks(c, 1, c->off + 1);
-    if (c->r == c->root) put_block(sb, c->root, 0, c->bytes);
+    if (c->r == c->root) put_block(c, sb, c->root, 0);
     cc_status_t st = cc_broadcast(c->comm, sb, rb, c->count, c->dt, c->root, NULL, NULL);
     TC_REQUIRE(st == CC_OK, "broadcast/%s: %s", c->algo, cc_status_name(st));
     int bad = check_block(c, rb, c->root, 0, "broadcast");
@@ -69,7 +76,7 @@ static int t_allgather(const struct tcase *c)
 {
     unsigned char *rb = blocks(c, c->n, c->off);
     unsigned char *sb = c->inplace ? rb + (size_t)c->r * c->bytes : blocks(c, 1, c->off + 3);
-    put_block(sb, c->r, 0, c->bytes);
+    put_block(c, sb, c->r, 0);
     cc_status_t st = cc_allgather(c->comm, sb, rb, c->count, c->dt, NULL, NULL);
     TC_REQUIRE(st == CC_OK, "allgather/%s: %s", c->algo, cc_status_name(st));
     int bad = 0;
@@ -84,7 +91,7 @@ static int t_alltoall(const struct tcase *c)
 {
     unsigned char *sb = blocks(c, c->n, c->off);
     unsigned char *rb = c->inplace ? sb : blocks(c, c->n, c->off + 5);
-    for (int q = 0; q < c->n; q++) put_block(sb + (size_t)q * c->bytes, c->r, q, c->bytes);
+    for (int q = 0; q < c->n; q++) put_block(c, sb + (size_t)q * c->bytes, c->r, q);
     cc_status_t st = cc_alltoall(c->comm, sb, rb, c->count, c->dt, NULL, NULL);
     TC_REQUIRE(st == CC_OK, "alltoall/%s: %s", c->algo, cc_status_name(st));
     int bad = 0;
@@ -100,7 +107,7 @@ static int t_gather(const struct tcase *c)
     int me = c->r == c->root;
     unsigned char *rb = me ? blocks(c, c->n, c->off) : NULL;
     unsigned char *sb = me && c->inplace ? rb + (size_t)c->r * c->bytes : blocks(c, 1, c->off + 7);
-    put_block(sb, c->r, 0, c->bytes);
+    put_block(c, sb, c->r, 0);
     cc_status_t st = cc_gather(c->comm, sb, rb, c->count, c->dt, c->root, NULL, NULL);
     TC_REQUIRE(st == CC_OK, "gather/%s: %s", c->algo, cc_status_name(st));
     int bad = 0;
@@ -116,7 +123,7 @@ static int t_scatter(const struct tcase *c)
     int me = c->r == c->root;
     unsigned char *sb = me ? blocks(c, c->n, c->off) : NULL;
     unsigned char *rb = me && c->inplace ? sb + (size_t)c->r * c->bytes : blocks(c, 1, c->off + 9);
-    for (int q = 0; me && q < c->n; q++) put_block(sb + (size_t)q * c->bytes, c->root, q, c->bytes);
+    for (int q = 0; me && q < c->n; q++) put_block(c, sb + (size_t)q * c->bytes, c->root, q);
     cc_status_t st = cc_scatter(c->comm, sb, rb, c->count, c->dt, c->root, NULL, NULL);
     TC_REQUIRE(st == CC_OK, "scatter/%s: %s", c->algo, cc_status_name(st));
     int bad = check_block(c, rb, c->root, c->r, "scatter");
@@ -154,6 +161,42 @@ static int matrix(struct tcase *c)
                     if (colls[f].fn(c)) return 1;
                 }
             }
+        }
+    return 0;
+}
+
+/* Whose staged bytes are n blocks (the others stage one). */
+static int stages_n_blocks(cc_op_type_t t)
+{
+    return t == CC_OP_ALLTOALL || t == CC_OP_SCATTER;
+}
+
+/*
+ * Each collective forced to shm_flat, float32 / uint8 blocks whose staged bytes sit at the
+ * inline edges: 24 | 25 (the arrival's own line or more), the bound | one past it (inline or
+ * the data area). A streak of 2 x CC__ARENA_DEPTH + 3 ops per case, other bytes each time;
+ * the last rank sleeps before the streak, so a root that waits for nobody runs ahead.
+ */
+static int inline_edges(struct tcase *c)
+{
+    static const size_t edges[] = {24, 25, CC__ARENA_INLINE, CC__ARENA_INLINE + 1};
+    c->algo = "shm_flat";
+    for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++)
+        for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++) {
+            size_t per = stages_n_blocks(colls[f].type) ? (size_t)c->n : 1;
+            size_t blk = edges[e] / per + (edges[e] % 2 && per > 1); /* odd edges: past it */
+            c->dt = blk % 4 ? CC_UINT8 : CC_FLOAT32;
+            c->count = blk / cc_dtype_size(c->dt);
+            c->bytes = blk;
+            c->root = (int)(e + f) % c->n;
+            c->inplace = (int)e % 2;
+            c->off = e;
+            tc_force(c->comm, colls[f].type, c->algo);
+            if (c->r == c->n - 1) usleep(2000);
+            for (c->salt = 0; c->salt < 2 * CC__ARENA_DEPTH + 3; c->salt++)
+                if (colls[f].fn(c)) return 1;
+            c->salt = 0;
+            tc_force(c->comm, colls[f].type, "");
         }
     return 0;
 }
@@ -199,7 +242,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
         c.algo = algos[a];
         if (matrix(&c)) return 1;
     }
-    if (barriers(comm, rank)) return 1;
+    if (inline_edges(&c) || barriers(comm, rank)) return 1;
     TC_REQUIRE(cc_comm_destroy(comm) == CC_OK, "destroy");
     return 0;
 }

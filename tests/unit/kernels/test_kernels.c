@@ -250,13 +250,31 @@ static void test_lookup_statuses(void **state)
     assert_int_equal(cc__log_error_count(), errors);
 }
 
+/* The multi-input lookup takes a shortcut to the best variant's table (every small op looks a
+ * kernel up): it must give what the variant's own lookup gives, pair by pair, errors included. */
+static void test_multi_get_is_best(void **state)
+{
+    (void)state;
+    cc__kernel_isa_t best = cc__kernel_isa_best();
+    for (int dt = -1; dt <= CC_DTYPE_COUNT; dt++)
+        for (int op = -1; op <= CC_REDOP_COUNT; op++) {
+            cc__reduce_multi_fn a = NULL, b = NULL;
+            cc_status_t sa = cc__kernel_reduce_multi_get((cc_dtype_t)dt, (cc_redop_t)op, &a);
+            cc_status_t sb =
+                cc__kernel_reduce_multi_get_isa(best, (cc_dtype_t)dt, (cc_redop_t)op, &b);
+            assert_int_equal(sa, sb);
+            assert_true(a == b);
+        }
+    assert_int_equal(cc__kernel_reduce_multi_get(CC_FLOAT32, CC_SUM, NULL), CC_ERR_INVALID_ARG);
+}
+
 int main(void)
 {
     printf("kernel variant in use: %s\n", cc__kernel_isa_name(cc__kernel_isa_best()));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_statuses),     cmocka_unit_test(test_pair_integer_wrap),
         cmocka_unit_test(test_pair_float_specials), cmocka_unit_test(test_pair_all_variants),
-        cmocka_unit_test(test_pair_long),
+        cmocka_unit_test(test_pair_long),           cmocka_unit_test(test_multi_get_is_best),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     /* A test that logs an unexpected error fails. */

@@ -83,7 +83,7 @@ static int rank_roundtrip(int rank, int n, void *arg)
             lent[i] = (uint64_t)rank << 32 | s << 16 | (uint64_t)i;
         cc_op_info_t in = op_info(s, lent, got);
         cc__arena_op_t ao;
-        MP_CHECK_ST(cc__arena_begin(ar, &in, 64, cc__now_ns() + 30 * SEC, &ao), CC_OK);
+        MP_CHECK_ST(cc__arena_begin(ar, &in, 64, 0, cc__now_ns() + 30 * SEC, &ao), CC_OK);
         uint64_t *mine = cc__arena_stage(&ao, rank, 4096);
         mine[0] = (uint64_t)rank * 100 + s;
         cc__arena_post(&ao);
@@ -108,6 +108,63 @@ static void test_roundtrip(void **s)
     run(3, rank_roundtrip, all_ok);
 }
 
+/* The payload of deep op s, byte i (every byte of the inline area differs per op). */
+static unsigned char pattern(uint64_t s, size_t i)
+{
+    return (unsigned char)(s * 131u + i * 7u + 1u);
+}
+
+#define DEPTH CC__ARENA_DEPTH
+
+/*
+ * Deep ops (all data inline): rank 0 stages and posts like a broadcast's root, waiting for
+ * nobody; it gets DEPTH - 1 ops ahead of readers that have not begun any, and no further
+ * (op DEPTH waits until every reader arrived at op 1, so op DEPTH + 1 cannot rewrite the line
+ * of op 1 before they read it). The readers then read all 3 x DEPTH ops, each with its own
+ * bytes, as the lines wrap.
+ */
+static int rank_deep(int rank, int n, void *arg)
+{
+    (void)arg;
+    cc__arena_t *ar = open_arena(rank, n, 0x1238, NULL);
+    MP_CHECK(ar);
+    struct cc__arena_ctl *root = cc__arena_ctl(ar, 0);
+    if (rank != 0) {
+        uint64_t until = cc__now_ns() + 30 * SEC;
+        while (atomic_load(&root->par[(DEPTH - 1) % DEPTH].seq) < DEPTH - 1)
+            MP_CHECK(cc__now_ns() < until);
+        usleep(20000); /* had the root not waited, it would have posted op DEPTH by now */
+        MP_CHECK(atomic_load(&root->par[DEPTH % DEPTH].seq) == 0);
+    }
+    for (uint64_t s = 1; s <= 3 * DEPTH; s++) {
+        cc_op_info_t in = op_info(s, NULL, NULL);
+        cc__arena_op_t ao;
+        MP_CHECK_ST(cc__arena_begin(ar, &in, CC__ARENA_INLINE, 1, cc__now_ns() + 30 * SEC, &ao),
+                    CC_OK);
+        unsigned char *line = cc__arena_stage(&ao, 0, CC__ARENA_INLINE);
+        MP_CHECK(line == (unsigned char *)cc__arena_par(&ao, 0)->inl);
+        MP_CHECK(cc__arena_stage(&ao, 0, CC__ARENA_INLINE + 1) == cc__arena_data(&ao, 0));
+        if (rank == 0)
+            for (size_t i = 0; i < CC__ARENA_INLINE; i++)
+                line[i] = pattern(s, i);
+        cc__arena_post(&ao);
+        if (rank != 0) {
+            MP_CHECK_ST(cc__arena_wait_arrive(&ao, 0), CC_OK);
+            for (size_t i = 0; i < CC__ARENA_INLINE; i++)
+                MP_CHECK(line[i] == pattern(s, i));
+        }
+        MP_CHECK_ST(cc__arena_end(&ao, CC_OK), CC_OK);
+    }
+    close_arena(ar);
+    return 0;
+}
+
+static void test_deep(void **s)
+{
+    (void)s;
+    run(3, rank_deep, all_ok);
+}
+
 /* Rank 1 runs another op (count) at the same arena number: the others say so. */
 static int rank_mismatch(int rank, int n, void *arg)
 {
@@ -116,7 +173,8 @@ static int rank_mismatch(int rank, int n, void *arg)
     MP_CHECK(ar);
     cc_op_info_t in = op_info(1, NULL, NULL);
     cc__arena_op_t ao;
-    MP_CHECK_ST(cc__arena_begin(ar, &in, rank == 1 ? 8 : 4, cc__now_ns() + 30 * SEC, &ao), CC_OK);
+    MP_CHECK_ST(cc__arena_begin(ar, &in, rank == 1 ? 8 : 4, 1, cc__now_ns() + 30 * SEC, &ao),
+                CC_OK);
     cc__arena_post(&ao);
     cc_status_t st = cc__arena_end(&ao, cc__arena_wait_all(&ao));
     MP_CHECK(st == CC_ERR_MISMATCH);
@@ -155,7 +213,7 @@ static int rank_abort_deadline(int rank, int n, void *arg)
         cc_op_info_t in = op_info(1, NULL, NULL);
         cc__arena_op_t ao;
         uint64_t t0 = cc__now_ns();
-        MP_CHECK_ST(cc__arena_begin(ar, &in, 0, t0 + 2 * SEC, &ao), CC_OK);
+        MP_CHECK_ST(cc__arena_begin(ar, &in, 0, 1, t0 + 2 * SEC, &ao), CC_OK);
         cc__arena_post(&ao);
         MP_CHECK_ST(cc__arena_wait_arrive(&ao, 1), CC_ERR_TIMEOUT);
         MP_CHECK(cc__now_ns() - t0 >= 2 * SEC && cc__now_ns() - t0 < BOUND_NS);
@@ -189,7 +247,7 @@ static int rank_killed(int rank, int n, void *arg)
     cc_op_info_t in = op_info(1, NULL, NULL);
     cc__arena_op_t ao;
     uint64_t t0 = cc__now_ns();
-    MP_CHECK_ST(cc__arena_begin(ar, &in, 0, t0 + 60 * SEC, &ao), CC_OK);
+    MP_CHECK_ST(cc__arena_begin(ar, &in, 0, 1, t0 + 60 * SEC, &ao), CC_OK);
     cc__arena_post(&ao);
     MP_CHECK_ST(cc__arena_end(&ao, cc__arena_wait_arrive(&ao, 2)), CC_ERR_PEER_LOST);
     MP_CHECK(cc__now_ns() - t0 < BOUND_NS);
@@ -209,6 +267,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_deep),
         cmocka_unit_test(test_mismatch),
         cmocka_unit_test(test_abort_deadline),
         cmocka_unit_test(test_killed),
