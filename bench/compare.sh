@@ -16,6 +16,8 @@
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
 # --out FILE (also write the markdown table there), --keep (keep raw results),
 # --budget BYTES (per size and placement, default 256M; 64M quarters a run),
+# --iters N and --warmup N (per size, default 1000 and 100; the 8-byte
+# allreduce row always runs 2000 after 5000),
 # --plot FILE.svg (also draw busbw against size, log-log, one panel per
 # collective and transport, ccomm and Open MPI per rank count, from the
 # same run's medians; needs gnuplot: apt-get install gnuplot-nox).
@@ -33,9 +35,12 @@ MAX=64M
 OUT=""
 PLOT=""
 KEEP=0
-ITERS=100
-WARMUP=10
-BUDGET=256M # bytes per size: 64 MiB runs 5 iterations, 1 MiB 100, smaller ones 100
+# Iterations per size, at most (--budget caps large sizes): small ops take well under a
+# microsecond, and 100 of them (the old default) were 50 us of work, which one timer tick or
+# a cold line shifted by 20-50 %; 1000 after 100 warm-up calls settle them.
+ITERS=1000
+WARMUP=100
+BUDGET=256M # bytes per size: 64 MiB runs 5 iterations, 1 MiB 257, 256 KiB and smaller 1000
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,6 +52,8 @@ while [ $# -gt 0 ]; do
     --transports) TRANSPORTS=$2; shift ;;
     --max) MAX=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
+    --iters) ITERS=$2; shift ;;
+    --warmup) WARMUP=$2; shift ;;
     --out) OUT=$2; shift ;;
     --plot) PLOT=$2; shift ;;
     --keep) KEEP=1 ;;
@@ -54,6 +61,11 @@ while [ $# -gt 0 ]; do
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
+done
+for v in "$ITERS" "$WARMUP" "$LAUNCHES"; do
+    case "$v" in '' | *[!0-9]*)
+        echo "compare.sh: \"$v\" is not a whole number (--iters, --warmup, --launches)" >&2; exit 2 ;;
+    esac
 done
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 . "$SRC/bench/bench_lib.sh"
