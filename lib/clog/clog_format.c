@@ -113,10 +113,35 @@ static inline char *raw_u64(char *p, uint64_t v)
     return end;
 }
 
-/* "S.UUUUUU" from microseconds. */
-static inline char *raw_us(char *p, uint64_t us)
+/*
+ * The digits of v at p, through the cache d: an op's Q, S and E lines repeat
+ * its op_id and seq, the next op's are one more, and the seconds of offsets
+ * change once a second, so most numbers are a copy or a one-digit step
+ * instead of a division per two digits (bench/obs_instr.sh: they were half
+ * of the writer's instructions). Writes 24 bytes at p whatever v's length:
+ * callers have CC__CLOG_EVENT_MAX bytes of room.
+ */
+static inline char *dec_put(struct dec *d, char *p, uint64_t v)
 {
-    p = raw_u64(p, us / 1000000);
+    if (__builtin_expect(v != d->v || !d->len, 0)) {
+        uint32_t i = 0;                /* 0: write all digits (no cache, a jump, or 9..9 + 1) */
+        if (d->len && v == d->v + 1) { /* add one in place: carry through the trailing 9s */
+            i = d->len;
+            while (i > 0 && d->s[i - 1] == '9')
+                d->s[--i] = '0';
+            if (i > 0) d->s[i - 1]++;
+        }
+        if (!i) d->len = (uint32_t)(raw_u64(d->s, v) - d->s);
+        d->v = v;
+    }
+    memcpy(p, d->s, sizeof(d->s));
+    return p + d->len;
+}
+
+/* "S.UUUUUU" from microseconds; the seconds through the cache `sec` when given. */
+static inline char *raw_us(char *p, struct dec *sec, uint64_t us)
+{
+    p = sec ? dec_put(sec, p, us / 1000000) : raw_u64(p, us / 1000000);
     unsigned f = (unsigned)(us % 1000000);
     *p = '.';
     memcpy(p + 1, digits2 + 2 * (f / 10000), 2);
@@ -141,7 +166,7 @@ static void putf_i64(struct out *o, int64_t v)
 static void put_us(struct out *o, uint64_t us)
 {
     char tmp[32];
-    put(o, tmp, (size_t)(raw_us(tmp, us) - tmp));
+    put(o, tmp, (size_t)(raw_us(tmp, NULL, us) - tmp));
 }
 
 /* Ids as 16 hex digits, fixed width so lines of one comm line up. */
@@ -180,63 +205,25 @@ static void put_esc(struct out *o, const char *s, size_t limit)
 }
 
 /*
- * The digits of v at p, through the cache d: an op's Q, S and E lines repeat
- * its op_id and seq, the next op's are one more, and the seconds of offsets
- * change once a second, so most numbers are a copy or a one-digit step
- * instead of a division per two digits (bench/obs_instr.sh: they were half
- * of the writer's instructions). Writes 24 bytes at p whatever v's length:
- * callers have CC__CLOG_EVENT_MAX bytes of room.
+ * "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs, at p;
+ * returns the end. The seconds go through the writer's cache `sec` when
+ * given (event lines), else are written out. Unsigned arithmetic both ways:
+ * an event before the base gets a '-'.
  */
-static inline char *dec_put(struct dec *d, char *p, uint64_t v)
+static inline char *raw_off_nl(char *p, struct dec *sec, const cc_clog_t *c, uint64_t t)
 {
-    if (__builtin_expect(v != d->v || !d->len, 0)) {
-        uint32_t i = 0;                /* 0: write all digits (no cache, a jump, or 9..9 + 1) */
-        if (d->len && v == d->v + 1) { /* add one in place: carry through the trailing 9s */
-            i = d->len;
-            while (i > 0 && d->s[i - 1] == '9')
-                d->s[--i] = '0';
-            if (i > 0) d->s[i - 1]++;
-        }
-        if (!i) d->len = (uint32_t)(raw_u64(d->s, v) - d->s);
-        d->v = v;
-    }
-    memcpy(p, d->s, sizeof(d->s));
-    return p + d->len;
-}
-
-/* As raw_off_nl, with the seconds through the writer's cache. */
-static inline char *raw_off_nl_f(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint64_t t)
-{
-    int after = t >= c->base_mono_ns;
-    uint64_t us = (after ? t - c->base_mono_ns : c->base_mono_ns - t) / 1000;
-    unsigned fr = (unsigned)(us % 1000000);
-    p[0] = '|';
-    p[1] = after ? '+' : '-';
-    p = dec_put(&f->d_sec, p + 2, us / 1000000);
-    *p = '.';
-    memcpy(p + 1, digits2 + 2 * (fr / 10000), 2);
-    memcpy(p + 3, digits2 + 2 * (fr / 100 % 100), 2);
-    memcpy(p + 5, digits2 + 2 * (fr % 100), 2);
-    p[7] = '\n';
-    return p + 8;
-}
-
-/* "|+S.UUUUUU\n": the offset of monotonic time t from the base, in µs, at p; returns the end. */
-static inline char *raw_off_nl(char *p, const cc_clog_t *c, uint64_t t)
-{
-    /* Unsigned arithmetic both ways: an event before the base gets a '-'. */
     int after = t >= c->base_mono_ns;
     p[0] = '|';
     p[1] = after ? '+' : '-';
-    p = raw_us(p + 2, (after ? t - c->base_mono_ns : c->base_mono_ns - t) / 1000);
-    *p++ = '\n';
-    return p;
+    p = raw_us(p + 2, sec, (after ? t - c->base_mono_ns : c->base_mono_ns - t) / 1000);
+    *p = '\n';
+    return p + 1;
 }
 
 static void put_off_nl(struct out *o, const cc_clog_t *c, uint64_t t)
 {
     char tmp[40];
-    put(o, tmp, (size_t)(raw_off_nl(tmp, c, t) - tmp));
+    put(o, tmp, (size_t)(raw_off_nl(tmp, NULL, c, t) - tmp));
 }
 
 struct cc__clog_fmt *cc__clog_fmt_new(void)
@@ -307,7 +294,6 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     /* The same op as the last line (its S after its Q, its E after its S): the same
      * signature. op_ids are never reused within a process. */
     if (f->last_n && r->op_id == f->last_op_id) return f->last_n;
-    f->last_op_id = r->op_id;
     struct sigkey k;
     memset(&k, 0, sizeof(k)); /* padding takes part in nothing, but keep it defined */
     k.comm_id = r->comm_id;
@@ -318,7 +304,11 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     k.type = r->type;
     k.dtype = r->dtype;
     k.redop = r->redop;
-    if (f->last_n && sig_eq(&f->last, &k)) return f->last_n;
+    if (f->last_n && sig_eq(&f->last, &k)) {
+        f->last_op_id = r->op_id;
+        return f->last_n;
+    }
+    /* Out of memory: no number, and last_op_id stays, so this op's later events try again. */
     if ((f->nsig + 1) * 2 > f->sigcap && sig_grow(f) != 0) return 0;
     size_t j = sig_hash(&k) & (f->sigcap - 1);
     while (f->sigs[j].n && !sig_eq(&f->sigs[j].key, &k))
@@ -330,6 +320,7 @@ static uint32_t sig_number(struct cc__clog_fmt *f, const struct cc__clog_rec *r,
     }
     f->last = k;
     f->last_n = f->sigs[j].n;
+    f->last_op_id = r->op_id;
     return f->last_n;
 }
 
@@ -467,9 +458,10 @@ static char *raw_event(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint
             p = RAWL(p + len, "|dur=");
         }
         /* A clock that went backwards between threads reads as 0, never as huge. */
-        p = raw_us(p, (r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0) / 1000);
+        p = raw_us(p, NULL,
+                   (r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0) / 1000);
     }
-    return raw_off_nl_f(p, f, c, r->t_ns);
+    return raw_off_nl(p, &f->d_sec, c, r->t_ns);
 }
 
 /* An abort's line: free text, cut like any line. */
