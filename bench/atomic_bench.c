@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "base/clock.h"
+#include "bench_rounds.h"
 
 #define OPS 2000000
 
@@ -63,19 +64,10 @@ static void fence(void)
     }
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 11;
-    if (rounds < 1 || rounds > 1000) {
-        fprintf(stderr, "atomic_bench: ROUNDS \"%s\" is not in 1 .. 1000\n", argv[1]);
-        return 2;
-    }
+    int rounds = bench_rounds("atomic_bench", argc, argv);
+    if (rounds < 0) return 2;
     static const struct {
         const char *name;
         void (*fn)(void);
@@ -94,7 +86,7 @@ int main(int argc, char **argv)
     printf("atomic_bench: ns per operation, uncontended, median (fastest) of %d rounds of %d\n",
            rounds, OPS);
     for (int k = 0; k < K; k++) {
-        qsort(t + k * rounds, (size_t)rounds, sizeof(double), cmp);
+        bench_sort_rounds(t + k * rounds, rounds);
         printf("  %-24s %6.2f (%6.2f)\n", kinds[k].name, t[k * rounds + rounds / 2], t[k * rounds]);
     }
     free(t);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "bench_rounds.h"
 
 #define READS 1000000
 
@@ -27,19 +28,10 @@ static uint64_t mono(void)
     return cc__now_ns();
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 11;
-    if (rounds < 1 || rounds > 1000) {
-        fprintf(stderr, "clock_bench: ROUNDS \"%s\" is not in 1 .. 1000\n", argv[1]);
-        return 2;
-    }
+    int rounds = bench_rounds("clock_bench", argc, argv);
+    if (rounds < 0) return 2;
     cc__clock_init(1);
     struct timespec wait = {0, 30000000}; /* past the calibration */
     nanosleep(&wait, NULL);
@@ -51,8 +43,8 @@ int main(int argc, char **argv)
         a[r] = per_read(mono, &sink);
         b[r] = per_read(cc__stamp_ns, &sink);
     }
-    qsort(a, (size_t)rounds, sizeof(double), cmp);
-    qsort(b, (size_t)rounds, sizeof(double), cmp);
+    bench_sort_rounds(a, rounds);
+    bench_sort_rounds(b, rounds);
     printf("clock_bench: stamps from %s; ns per read, median (fastest) of %d rounds of %d\n",
            cc__clock_source(), rounds, READS);
     printf("  cc__now_ns   (clock_gettime)  %6.1f (%6.1f)\n", a[rounds / 2], a[0]);
