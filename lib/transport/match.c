@@ -36,19 +36,26 @@ cc__req_t *cc__net_match(struct cc__net *net, struct cc__peer *p, uint32_t tag)
 
 /*
  * Held messages come and go in bursts of one size (a sender ahead of its
- * receiver): a few freed ones are kept, so the burst does not pay malloc,
- * free and fresh page faults (glibc trims the heap top) for every message.
+ * receiver, a pipelined step's pieces): a few freed ones are kept, so the
+ * burst does not pay malloc, free and fresh page faults for every message
+ * (glibc hands buffers of 128 KiB and more back to the kernel, and a first
+ * touch of fresh memory is dear on this kind of VM). Every eager size up to
+ * the default rendezvous threshold (1 MiB) is kept; a spare is reused only
+ * for a message at least half its size, so small messages do not take the
+ * buffers of the large ones.
  */
-#define CC__SPARE_BYTES (2u << 20)     /* kept per net, at most */
-#define CC__SPARE_MAX   (256u * 1024u) /* larger buffers are freed */
+#define CC__SPARE_BYTES (8u << 20) /* kept per net, at most */
+#define CC__SPARE_MAX   (1u << 20) /* larger buffers are freed */
+#define CC__SPARE_COUNT 64u        /* and at most this many kept */
 
 static cc__msg_t *take_spare(struct cc__net *net, size_t len)
 {
     for (cc__msg_t **link = &net->spare; *link; link = &(*link)->next) {
         cc__msg_t *m = *link;
-        if (m->cap < len) continue;
+        if (m->cap < len || (m->cap > 4096 && m->cap / 2 > len)) continue;
         *link = m->next;
         net->spare_bytes -= m->cap;
+        net->spare_count--;
         char *data = m->data;
         size_t cap = m->cap;
         memset(m, 0, sizeof(*m));
@@ -98,10 +105,12 @@ cc__msg_t *cc__net_hold(struct cc__net *net, struct cc__peer *p, uint32_t tag, s
 void cc__msg_free(struct cc__net *net, cc__msg_t *m)
 {
     if (!m) return;
-    if (m->cap && m->cap <= CC__SPARE_MAX && net->spare_bytes + m->cap <= CC__SPARE_BYTES) {
+    if (m->cap && m->cap <= CC__SPARE_MAX && net->spare_bytes + m->cap <= CC__SPARE_BYTES &&
+        net->spare_count < CC__SPARE_COUNT) {
         m->next = net->spare;
         net->spare = m;
         net->spare_bytes += m->cap;
+        net->spare_count++;
         return;
     }
     free(m->data);
@@ -117,6 +126,7 @@ void cc__msg_drop_spares(struct cc__net *net)
         free(m);
     }
     net->spare_bytes = 0;
+    net->spare_count = 0;
 }
 
 /*

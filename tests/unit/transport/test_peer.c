@@ -1,12 +1,14 @@
 /*
  * test_peer.c - host identity (network namespaces make separate "hosts") and
- * liveness through pidfd, which sees a zombie that kill(pid, 0) does not.
+ * liveness through pidfd, which sees a zombie that kill(pid, 0) does not;
+ * and the spare buffers kept for messages that arrive before their receive.
  */
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,12 +86,72 @@ static void test_pidfd_liveness(void **s)
     assert_true(cc__peer_dead(-1, pid)); /* the fallback once reaped */
 }
 
+/* Hold a message of len bytes from p as a transport does, and take it off p's list again. */
+static cc__msg_t *hold(struct cc__net *net, struct cc__peer *p, size_t len)
+{
+    cc__msg_t *m = cc__net_hold(net, p, 7, len, CC__MSG_BUFFERED);
+    assert_non_null(m);
+    assert_non_null(m->data);
+    assert_true(m->cap >= len);
+    assert_int_equal(m->len, len);
+    assert_int_equal(m->got, 0);
+    memset(m->data, 0x5a, len); /* the whole buffer is writable */
+    p->held_head = p->held_tail = NULL;
+    return m;
+}
+
+/* A burst of pipelined pieces (512 KiB: above what was kept before 2026-12-02) reuses its
+ * buffers; a small message does not take a large buffer; the pool stays bounded. */
+static void test_held_spares(void **s)
+{
+    (void)s;
+    struct cc__net *net = calloc(1, sizeof(*net));
+    struct cc__peer p;
+    memset(&p, 0, sizeof(p));
+    assert_non_null(net);
+    cc__msg_t *a = hold(net, &p, 512u << 10);
+    char *data = a->data;
+    cc__msg_free(net, a);
+    cc__msg_t *b = hold(net, &p, (512u << 10) - 100);
+    assert_ptr_equal(b->data, data); /* the same buffer, no fresh pages */
+    cc__msg_free(net, b);
+    cc__msg_t *c = hold(net, &p, 16);
+    assert_ptr_not_equal(c->data, data); /* 16 bytes do not pin 512 KiB */
+    cc__msg_t *d = hold(net, &p, 300u << 10);
+    assert_ptr_equal(d->data, data); /* more than half its size: reused */
+    cc__msg_free(net, c);
+    cc__msg_free(net, d);
+    /* Many frees: at most 8 MiB and 64 buffers kept; larger than 1 MiB never. */
+    cc__msg_t *many[100];
+    for (int i = 0; i < 100; i++) many[i] = hold(net, &p, i < 20 ? (1u << 20) : 1000);
+    cc__msg_t *big = hold(net, &p, (1u << 20) + 1);
+    for (int i = 0; i < 100; i++) cc__msg_free(net, many[i]);
+    cc__msg_free(net, big);
+    assert_true(net->spare_bytes <= (8u << 20));
+    assert_true(net->spare_count <= 64);
+    size_t bytes = 0;
+    unsigned count = 0;
+    for (cc__msg_t *m = net->spare; m; m = m->next, count++) {
+        assert_true(m->cap <= (1u << 20));
+        bytes += m->cap;
+    }
+    assert_int_equal(bytes, net->spare_bytes);
+    assert_int_equal(count, net->spare_count);
+    assert_true(count > 0);
+    cc__msg_drop_spares(net);
+    assert_null(net->spare);
+    assert_int_equal(net->spare_bytes, 0);
+    assert_int_equal(net->spare_count, 0);
+    free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_host),
         cmocka_unit_test(test_netns_is_another_host),
         cmocka_unit_test(test_pidfd_liveness),
+        cmocka_unit_test(test_held_spares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
