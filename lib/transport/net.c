@@ -76,6 +76,13 @@ static cc_status_t check_env(void)
                      (unsigned long long)cfg->tcp_chunk_size);
         return CC_ERR_INVALID_ARG;
     }
+    uint64_t rndv;
+    if (cc__net_rndv_setting(&rndv) != 0) {
+        cc_log_error(CC_SUBSYS_NET,
+                     "net: CCOMM_TCP_RNDV_THRESHOLD=%s is neither auto nor a size (64K, 1M, 0)",
+                     cfg->tcp_rndv_threshold);
+        return CC_ERR_INVALID_ARG;
+    }
     if (cfg->wait_spin_us < 0 || cfg->wait_spin_us > 10000000) {
         cc_log_error(CC_SUBSYS_NET, "net: CCOMM_WAIT_SPIN_US=%lld is not in [0, 10000000]",
                      (long long)cfg->wait_spin_us);
@@ -196,6 +203,16 @@ static void pick_transports(cc__net_t *net)
     }
 }
 
+int cc__net_rndv_setting(uint64_t *bytes)
+{
+    const char *v = cc__cfg()->tcp_rndv_threshold;
+    if (!v || !*v || strcmp(v, "auto") == 0) {
+        *bytes = UINT64_MAX;
+        return 0;
+    }
+    return cc__parse_size(v, bytes);
+}
+
 /*
  * Spin only when every local rank can have a CPU of its own. With more ranks
  * than CPUs (8 ranks on 2 cores) a spinning rank holds the core the sender
@@ -211,6 +228,7 @@ static void pick_spin(cc__net_t *net)
     if (cc__cfg()->local_size > local) local = (int)cc__cfg()->local_size;
     net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
     net->tcp_spin_ns = (uint64_t)cc__cfg()->tcp_spin_us * 1000ull;
+    net->shares_cpus = local > ncpu;
     if (local > ncpu) net->tcp_spin_ns = 0;
     if (local > ncpu && net->spin_ns) {
         cc_log_info(CC_SUBSYS_NET,

@@ -111,7 +111,6 @@ static cc_status_t tcp_setup(struct cc__net *net, cc__peer_info_t *mine)
     ts->lfd = -1;
     ts->epfd = -1;
     ts->chunk = cc__cfg()->tcp_chunk_size;
-    ts->rndv = cc__cfg()->tcp_rndv_threshold;
     net->tp_state[CC__TP_TCP] = ts;
     return listen_on(net, ts, mine);
 }
@@ -157,11 +156,37 @@ static cc_status_t arm_epoll(struct cc__net *net, struct cc__tcp_state *ts)
     return CC_OK;
 }
 
+/*
+ * The rendezvous threshold, CCOMM_TCP_RNDV_THRESHOLD=auto: 64 KiB when every
+ * rank of this host has a CPU of its own, 1 MiB when they share. Measured
+ * here (2 CPUs), a/b the threshold at 64 KiB against 1 MiB, medians of 11
+ * launches, 2026-12-02 00:00 UTC, quiet host:
+ *   bench/ab.sh --a build --a-env CCOMM_TCP_RNDV_THRESHOLD=64K --b build
+ *               --coll C --sizes "1M 4M 16M" --ranks R --transport tcp --launches 11
+ *   2 ranks, allgather 1M/4M/16M 0.89/0.70/0.90, allreduce 0.98/0.79/0.89:
+ *     pipelined pieces of 128-512 KiB move faster after a round trip than
+ *     pushed ahead of a receive (held aside, copied again);
+ *   4 ranks (3 launches), allreduce/allgather/broadcast at 256 KiB
+ *     1.78/1.96/1.65, 1M 1.14/1.23/0.86: with ranks waiting for a CPU each
+ *     round trip waits for a context switch as well.
+ */
+static uint64_t pick_rndv(const struct cc__net *net)
+{
+    uint64_t t = 0;
+    if (cc__net_rndv_setting(&t) != 0) t = UINT64_MAX; /* check_env already refused it */
+    if (t != UINT64_MAX) return t;
+    t = net->shares_cpus ? (1u << 20) : (64u << 10);
+    cc_log_debug(CC_SUBSYS_TCP, "tcp: rendezvous from %llu bytes (%s)", (unsigned long long)t,
+                 net->shares_cpus ? "ranks share this host's cpus" : "a cpu per rank");
+    return t;
+}
+
 static cc_status_t tcp_connect(struct cc__net *net, int phase)
 {
     struct cc__tcp_state *ts = cc__tcp(net);
     if (!ts) return net->tp_peers[CC__TP_TCP] ? CC_ERR_INTERNAL : CC_OK;
     if (phase == 0) {
+        ts->rndv = pick_rndv(net);
         CC_CHECK(make_peers(net, ts));
         return ts->ntp ? cc__tcp_mesh(net, ts) : CC_OK;
     }

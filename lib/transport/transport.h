@@ -161,9 +161,11 @@ struct cc__net {
     uint64_t events;              /* grows whenever a request finishes or moves */
     cc__msg_t *spare;             /* freed held messages kept for reuse */
     size_t spare_bytes;           /* their buffers, in bytes */
+    unsigned spare_count;         /* and how many */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
     uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
     uint64_t tcp_spin_ns;         /* the same with only TCP pending: CCOMM_TCP_SPIN_US */
+    int shares_cpus;              /* more ranks on this host than CPUs it may run on */
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
     int abort_done;               /* owner: requests were failed with the reason */
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */
@@ -203,6 +205,10 @@ void cc__verdicts_pop(struct cc__verdicts *q, int k);
 cc__req_t *cc__req_take_cookie(cc__req_t **list, uint64_t cookie);
 /* Free the kept buffers (destroy). */
 void cc__msg_drop_spares(struct cc__net *net);
+
+/* CCOMM_TCP_RNDV_THRESHOLD: *bytes = the size, or UINT64_MAX for auto (tcp.c picks it once the
+ * ranks per host are known). 0, or -1 for a value that is neither. */
+int cc__net_rndv_setting(uint64_t *bytes);
 /* Take the oldest held message with this tag off p's queue (or NULL). */
 cc__msg_t *cc__net_take_held(struct cc__peer *p, uint32_t tag);
 /* A request posted to a peer already lost: fail it (logging the loss once). */

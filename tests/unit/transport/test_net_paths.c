@@ -16,6 +16,7 @@
  * CMakeLists.txt), so the transports' own calls come here first and are
  * recorded (frame headers, payload lengths, reads), then passed on.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,7 +84,7 @@ struct paths {
     const char *env[3][2]; /* CCOMM_* settings of the ranks */
     int (*sender)(cc__net_t *net, size_t len, const unsigned char *buf);
     int (*receiver)(cc__net_t *net, size_t len, unsigned char *buf);
-    size_t (*threshold)(void); /* the switch, from the ranks' configuration */
+    size_t (*threshold)(cc__net_t *net); /* the switch, from the ranks' configuration */
 };
 
 static uint64_t deadline(void)
@@ -102,7 +103,7 @@ static int rank_paths(int rank, int n, void *arg)
     cc__net_t *net;
     mp_config(&cfg, rank, n, a->transport);
     MP_CHECK_ST(cc__net_create(&cfg, &net), CC_OK);
-    size_t t = a->threshold();
+    size_t t = a->threshold(net);
     MP_CHECK(t > 1);
     unsigned char *buf = malloc(t + 1);
     MP_CHECK(buf);
@@ -128,14 +129,27 @@ static int plain_recv(cc__net_t *net, size_t len, unsigned char *buf)
 }
 
 /* TCP rendezvous: the frames rank 0 wrote for each message. */
-static size_t rndv_threshold(void)
+/* What CCOMM_TCP_RNDV_THRESHOLD should give, worked out here rather than read back: a size as
+ * set; auto (unset) 64 KiB when both ranks have a CPU of their own, 1 MiB when they share. */
+static size_t rndv_threshold(cc__net_t *net)
 {
-    return (size_t)cc__cfg()->tcp_rndv_threshold;
+    const char *v = getenv("CCOMM_TCP_RNDV_THRESHOLD");
+    uint64_t t = 0;
+    if (v && strcmp(v, "auto") != 0) {
+        MP_CHECK(cc__parse_size(v, &t) == 0);
+        return (size_t)t;
+    }
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    const char *local = getenv("CCOMM_LOCAL_SIZE");
+    int ranks = local ? atoi(local) : 2;
+    (void)net;
+    return ranks > ncpu ? (1u << 20) : (64u << 10);
 }
 
 static int rndv_send(cc__net_t *net, size_t len, const unsigned char *buf)
 {
-    size_t t = rndv_threshold(), chunk = (size_t)cc__cfg()->tcp_chunk_size;
+    size_t t = rndv_threshold(net), chunk = (size_t)cc__cfg()->tcp_chunk_size;
     log_reset(buf, len);
     MP_CHECK_ST(cc__net_send(net, 1, 7, buf, len, deadline()), CC_OK);
     if (len < t) {
@@ -151,14 +165,14 @@ static int rndv_send(cc__net_t *net, size_t len, const unsigned char *buf)
 }
 
 /* TCP chunks: the first write of a payload asks for min(len, chunk), none for more. */
-static size_t chunk_size(void)
+static size_t chunk_size(cc__net_t *net)
 {
     return (size_t)cc__cfg()->tcp_chunk_size;
 }
 
 static int chunk_send(cc__net_t *net, size_t len, const unsigned char *buf)
 {
-    size_t c = chunk_size();
+    size_t c = chunk_size(net);
     log_reset(buf, len);
     MP_CHECK_ST(cc__net_send(net, 1, 7, buf, len, deadline()), CC_OK);
     MP_CHECK(g_nframes == 1 && g_frames[0].type == CC__TCP_MSG);
@@ -207,30 +221,30 @@ static int shm_recv(cc__net_t *net, size_t len, unsigned char *buf, int cma)
     return 0;
 }
 
-static size_t cma_threshold(void)
+static size_t cma_threshold(cc__net_t *net)
 {
     return (size_t)cc__cfg()->shm_cma_threshold;
 }
 
 static int cma_send(cc__net_t *net, size_t len, const unsigned char *buf)
 {
-    return shm_send(net, len, buf, len < cma_threshold());
+    return shm_send(net, len, buf, len < cma_threshold(net));
 }
 
 static int cma_recv(cc__net_t *net, size_t len, unsigned char *buf)
 {
-    return shm_recv(net, len, buf, len >= cma_threshold());
+    return shm_recv(net, len, buf, len >= cma_threshold(net));
 }
 
 /* The largest EAGER message with CMA off: a quarter of the ring less one line. */
-static size_t eager_max(void)
+static size_t eager_max(cc__net_t *net)
 {
     return (size_t)cc__cfg()->shm_ring_size / 4 - 64;
 }
 
 static int ring_send(cc__net_t *net, size_t len, const unsigned char *buf)
 {
-    return shm_send(net, len, buf, len <= eager_max());
+    return shm_send(net, len, buf, len <= eager_max(net));
 }
 
 static int ring_recv(cc__net_t *net, size_t len, unsigned char *buf)
@@ -241,7 +255,7 @@ static int ring_recv(cc__net_t *net, size_t len, unsigned char *buf)
 /* CMA on: what the ring sends as a rendezvous is read with process_vm_readv. */
 static int ring_cma_recv(cc__net_t *net, size_t len, unsigned char *buf)
 {
-    return shm_recv(net, len, buf, len > eager_max());
+    return shm_recv(net, len, buf, len > eager_max(net));
 }
 
 /* One case of the table below: rank 0 sends, rank 1 receives. */
@@ -257,6 +271,12 @@ static void run(void **state)
 /* Each switch at its default and at a small value. */
 static struct paths cases[] = {
     {"tcp_rndv_threshold", "tcp", {{NULL, NULL}}, rndv_send, plain_recv, rndv_threshold},
+    {"tcp_rndv_threshold_shared_cpus",
+     "tcp",
+     {{"CCOMM_TCP_RNDV_THRESHOLD", "auto"}, {"CCOMM_LOCAL_SIZE", "4096"}},
+     rndv_send,
+     plain_recv,
+     rndv_threshold},
     {"tcp_rndv_threshold_small",
      "tcp",
      {{"CCOMM_TCP_RNDV_THRESHOLD", "5000"}, {"CCOMM_TCP_CHUNK_SIZE", "8K"}},
