@@ -142,6 +142,11 @@
       "Microseconds a rank whose pending requests are all TCP polls its sockets before it "        \
       "sleeps in epoll (none when the host has more ranks than CPUs); 0: it sleeps at once.",      \
       0)                                                                                           \
+    X(TCP_YIELD_US, tcp_yield_us, INT, "1000",                                                     \
+      "When the host has more ranks than CPUs: microseconds a rank whose pending requests are all " \
+      "TCP polls its sockets and yields the CPU between polls before it sleeps in epoll; 0: it "   \
+      "sleeps at once.",                                                                           \
+      0)                                                                                           \
     X(PEER_CHECK_MS, peer_check_ms, INT, "100",                                                    \
       "How often a waiting rank checks that the peers it waits for are alive, in milliseconds.",   \
       0)                                                                                           \

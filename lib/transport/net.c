@@ -93,6 +93,11 @@ static cc_status_t check_env(void)
                      (long long)cfg->tcp_spin_us);
         return CC_ERR_INVALID_ARG;
     }
+    if (cfg->tcp_yield_us < 0 || cfg->tcp_yield_us > 10000000) {
+        cc_log_error(CC_SUBSYS_NET, "net: CCOMM_TCP_YIELD_US=%lld is not in [0, 10000000]",
+                     (long long)cfg->tcp_yield_us);
+        return CC_ERR_INVALID_ARG;
+    }
     if (cfg->peer_check_ms < 1 || cfg->peer_check_ms > 3600000) {
         cc_log_error(CC_SUBSYS_NET, "net: CCOMM_PEER_CHECK_MS=%lld is not in [1, 3600000]",
                      (long long)cfg->peer_check_ms);
@@ -229,6 +234,8 @@ static void pick_spin(cc__net_t *net)
     net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
     net->tcp_spin_ns = (uint64_t)cc__cfg()->tcp_spin_us * 1000ull;
     net->shares_cpus = local > ncpu;
+    /* With CPUs shared, a TCP wait polls and yields before it sleeps (see wait.c, wait_stage). */
+    net->tcp_yield_ns = local > ncpu ? (uint64_t)cc__cfg()->tcp_yield_us * 1000ull : 0;
     if (local > ncpu) net->tcp_spin_ns = 0;
     if (local > ncpu && net->spin_ns) {
         cc_log_info(CC_SUBSYS_NET,

@@ -166,6 +166,8 @@ struct cc__net {
     uint64_t spin_ns;             /* spin stage: CCOMM_WAIT_SPIN_US, 0 when oversubscribed */
     uint64_t tcp_spin_ns;         /* the same with only TCP pending: CCOMM_TCP_SPIN_US */
     int shares_cpus;              /* more ranks on this host than CPUs it may run on */
+    uint64_t tcp_yield_ns;        /* yield stage with only TCP pending: CCOMM_TCP_YIELD_US, 0
+                                   * unless the host's ranks share CPUs */
     _Atomic int abort_reason;     /* any thread: 0, or the reason given to abort */
     int abort_done;               /* owner: requests were failed with the reason */
     int wake_fd;                  /* eventfd: abort wakes a waiter sleeping in poll */

@@ -1,7 +1,8 @@
 /*
  * test_tcp_spin.c - CCOMM_TCP_SPIN_US: a rank whose pending requests are
  * all TCP spins that long before it sleeps in epoll, and by default (0)
- * sleeps at once. Seen from outside: the binary is linked with
+ * sleeps at once; CCOMM_TCP_YIELD_US: where the host's ranks share its
+ * CPUs, it polls and yields that long instead. Seen from outside: the binary is linked with
  * --wrap=epoll_pwait2 (tests/unit/transport/CMakeLists.txt), the TCP
  * transport's only sleep, and counts its calls during a ping-pong: with a
  * spin far longer than a reply takes, no wait sleeps. (Without one, whether
@@ -40,11 +41,21 @@ int __wrap_epoll_pwait2(int fd, struct epoll_event *ev, int max, const struct ti
     return __real_epoll_pwait2(fd, ev, max, t, mask);
 }
 
-/* ROUNDS 8-byte ping-pongs over TCP with CCOMM_TCP_SPIN_US=arg; 1 if a spinning wait slept. */
+/* The settings of a ping-pong: each NULL is left unset. */
+struct pp {
+    const char *spin;  /* CCOMM_TCP_SPIN_US */
+    const char *yield; /* CCOMM_TCP_YIELD_US */
+    const char *local; /* CCOMM_LOCAL_SIZE: more than the CPUs makes the ranks share them */
+};
+
+/* ROUNDS 8-byte ping-pongs over TCP with the settings of arg; 1 if a spinning or yielding wait
+ * slept. */
 static int rank_pingpong(int rank, int n, void *arg)
 {
-    const char *spin = arg;
-    setenv("CCOMM_TCP_SPIN_US", spin, 1);
+    const struct pp *a = arg;
+    if (a->spin) setenv("CCOMM_TCP_SPIN_US", a->spin, 1);
+    if (a->yield) setenv("CCOMM_TCP_YIELD_US", a->yield, 1);
+    if (a->local) setenv("CCOMM_LOCAL_SIZE", a->local, 1);
     cc__config_reload();
     cc__net_config_t cfg;
     cc__net_t *net;
@@ -69,9 +80,13 @@ static int rank_pingpong(int rank, int n, void *arg)
     int sleeps = g_sleeps - before;
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
     cc__net_destroy(net);
-    if (atoi(spin) > 0 && sleeps != 0) {
-        fprintf(stderr, "rank %d: CCOMM_TCP_SPIN_US=%s, yet %d of %d waits slept in epoll\n",
-                rank, spin, sleeps, ROUNDS);
+    int busy = a->local ? a->yield && atoi(a->yield) > 0 : a->spin && atoi(a->spin) > 0;
+    if (busy && sleeps != 0) {
+        fprintf(stderr,
+                "rank %d: CCOMM_TCP_SPIN_US=%s CCOMM_TCP_YIELD_US=%s CCOMM_LOCAL_SIZE=%s, yet %d "
+                "of %d waits slept in epoll\n",
+                rank, a->spin ? a->spin : "-", a->yield ? a->yield : "-",
+                a->local ? a->local : "-", sleeps, ROUNDS);
         return 1;
     }
     return 0;
@@ -137,7 +152,8 @@ static void reads_ready_data_directly(void **state)
 /* A value outside [0, 10 s] fails the net's creation on every rank (net.c, check_env). */
 static int rank_bad(int rank, int n, void *arg)
 {
-    setenv("CCOMM_TCP_SPIN_US", arg, 1);
+    const char *const *var = arg; /* {name, value} */
+    setenv(var[0], var[1], 1);
     cc__config_reload();
     cc__net_config_t cfg;
     cc__net_t *net = NULL;
@@ -150,8 +166,11 @@ static int rank_bad(int rank, int n, void *arg)
 static void rejects_bad_values(void **state)
 {
     (void)state;
-    const char *bad[] = {"-1", "10000001"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const bad[][2] = {{"CCOMM_TCP_SPIN_US", "-1"},
+                                         {"CCOMM_TCP_SPIN_US", "10000001"},
+                                         {"CCOMM_TCP_YIELD_US", "-1"},
+                                         {"CCOMM_TCP_YIELD_US", "10000001"}};
+    for (int i = 0; i < 4; i++) {
         int codes[2];
         assert_int_equal(mp_fork(2, rank_bad, (void *)bad[i], DEADLINE_S + 30, codes), 0);
     }
@@ -169,12 +188,28 @@ static void spins_when_asked(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* With more ranks than CPUs (CCOMM_LOCAL_SIZE says so) the spin is off and the yield stage,
+ * here 10 s, keeps every wait of the ping-pong out of epoll's sleep. Any CPU count. */
+static void yields_when_cpus_shared(void **state)
+{
+    int codes[2];
+    int bad = mp_fork(2, rank_pingpong, *state, DEADLINE_S + 30, codes);
+    for (int i = 0; i < 2; i++)
+        if (codes[i]) fprintf(stderr, "rank %d exited with %d\n", i, codes[i]);
+    assert_int_equal(bad, 0);
+}
+
+static struct pp g_spin = {.spin = "10000000"};
+static struct pp g_yield = {.spin = "10000000", .yield = "10000000", .local = "4096"};
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        {"spins_when_asked", spins_when_asked, NULL, NULL, "10000000"},
+        {"spins_when_asked", spins_when_asked, NULL, NULL, &g_spin},
+        {"yields_when_cpus_shared", yields_when_cpus_shared, NULL, NULL, &g_yield},
         {"rejects_bad_values", rejects_bad_values, NULL, NULL, NULL},
         {"reads_ready_data_directly", reads_ready_data_directly, NULL, NULL, NULL},
     };
-    return _cmocka_run_group_tests("test_tcp_spin", tests, 3, tu_setup, tu_teardown);
+    return _cmocka_run_group_tests("test_tcp_spin", tests, sizeof(tests) / sizeof(tests[0]),
+                                   tu_setup, tu_teardown);
 }
