@@ -21,6 +21,10 @@
 # --plot FILE.svg (also draw busbw against size, log-log, one panel per
 # collective and transport, ccomm and Open MPI per rank count, from the
 # same run's medians; needs gnuplot: apt-get install gnuplot-nox).
+# ccomm's times are its out-of-place column, except broadcast's: MPI_Bcast
+# works on one buffer, which is ccomm's in-place broadcast (out of place the
+# root also copies its input, which Open MPI's run does not; tables before
+# 2026-12-02 compared that column, copy included).
 # Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
 # with apt-get when mpicc is missing.
 set -eu
@@ -91,8 +95,11 @@ run_ccomm() { # transport ranks coll -b -e -f iters warmup
     python3 - "$json" "$1" "$2" "$3" >>"$RES" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
+# MPI_Bcast has one buffer: ccomm's in-place broadcast is the same call. Out of place its root
+# also copies sendbuf to recvbuf, work Open MPI's run does not do.
+col = "in_place" if sys.argv[4] == "broadcast" else "out_of_place"
 for r in d["results"]:
-    o = r["out_of_place"]
+    o = r[col]
     print("ccomm", sys.argv[2], sys.argv[3], sys.argv[4], r["size"], o["time_us"], o["busbw"])
 EOF
 }
