@@ -165,15 +165,20 @@ int cc__hooks_read_lock(void)
     return read_lock(1);
 }
 
-void cc__hooks_read_unlock(int token)
+static inline void read_unlock(int token)
 {
-    if (token != READER_TOKEN) {
+    if (__builtin_expect(token != READER_TOKEN, 0)) {
         atomic_fetch_sub(&g_readers[token & 1], 1);
         return;
     }
     struct reader *r = t_reader;
     /* Release: the section's loads of the snapshot are done before the writer sees 0. */
     if (--r->nest == 0) atomic_store_explicit(&r->ctr, 0, memory_order_release);
+}
+
+void cc__hooks_read_unlock(int token)
+{
+    read_unlock(token);
 }
 
 int cc__hooks_in_hook(void)
@@ -445,14 +450,14 @@ cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *
                               cc__hook_tokens_t *tok)
 {
     if (!cc__hooks_any(local, CC__HOOK_PRE)) return CC_OK;
-    int rd = cc__hooks_read_lock();
+    int rd = read_lock(1);
     struct run_frame f = {local, t_runs};
     t_runs = &f;
     cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op, tok);
     if (st == CC_OK && local)
         st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op, tok);
     t_runs = f.up;
-    cc__hooks_read_unlock(rd);
+    read_unlock(rd);
     return st;
 }
 
@@ -475,13 +480,13 @@ void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t
                       const cc__hook_tokens_t *tok)
 {
     if (!cc__hooks_any(local, kind)) return;
-    int rd = cc__hooks_read_lock();
+    int rd = read_lock(1);
     struct run_frame f = {local, t_runs};
     t_runs = &f;
     run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op, tok);
     if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op, tok);
     t_runs = f.up;
-    cc__hooks_read_unlock(rd);
+    read_unlock(rd);
 }
 
 static void run_abort_snap(const struct cc__hook_snap *s, const cc_abort_info_t *info,
