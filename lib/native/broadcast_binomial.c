@@ -35,7 +35,6 @@ cc_status_t cc__broadcast_binomial(cc__native_t *nc, cc__op_t *op)
         if (v + m < n)
             CC_CHECK(cc__net_isend(nc->net, (v + m + root) % n, cc__coll_tag(op, 0), src, bytes,
                                    &rq[i++]));
-    /* The root's own copy, in pieces while the sends go. */
-    if (src != buf) cc__native_copy_progress(nc, buf, src, bytes, rq, nchild);
+    if (src != buf) memcpy(buf, src, bytes); /* the root's own copy, while the sends go */
     return cc__native_wait(nc, rq, nchild, op->deadline_ns);
 }

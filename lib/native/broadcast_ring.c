@@ -34,7 +34,6 @@ cc_status_t cc__broadcast_ring(cc__native_t *nc, cc__op_t *op)
         if (v > 0) CC_CHECK(cc__native_wait(nc, &rq[k], 1, op->deadline_ns));
         if (v < n - 1) CC_CHECK(cc__net_isend(nc->net, next, tag, src + off, len, &rq[segs + k]));
     }
-    /* The root's own copy, in pieces while the sends go. */
-    if (src != buf) cc__native_copy_progress(nc, buf, src, bytes, rq + segs, segs);
+    if (src != buf) memcpy(buf, src, bytes); /* the root's own copy, while the sends go */
     return cc__native_wait(nc, rq + segs, segs, op->deadline_ns);
 }

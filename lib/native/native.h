@@ -145,14 +145,6 @@ void *cc__native_buf(cc__native_t *nc, void **buf, size_t *cap, size_t len);
 cc__req_t *cc__native_reqs(cc__native_t *nc, int n);
 /* Wait for the posted ones among reqs[0..n) (entries never posted are skipped). */
 cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t deadline_ns);
-/*
- * memcpy(dst, src, bytes) in pieces, progressing the net between them while
- * reqs[0..n) (the pool's, as for cc__native_wait) are unfinished: a root's
- * own copy no longer holds back the sends it posted, which over TCP move
- * only as far as the socket buffer until the net is progressed.
- */
-void cc__native_copy_progress(cc__native_t *nc, void *dst, const void *src, size_t bytes,
-                              cc__req_t *reqs, int n);
 /* Withdraw every pending request of the pool (abort the net if one is in flight). */
 void cc__native_settle(cc__native_t *nc, cc_status_t why);
 

@@ -124,33 +124,6 @@ cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t d
     return k ? cc__net_wait(nc->net, p, k, deadline_ns) : CC_OK;
 }
 
-/* Bytes copied between two looks at the net: about what a socket takes at once. */
-#define CC__COPY_PIECE (128u << 10)
-
-void cc__native_copy_progress(cc__native_t *nc, void *dst, const void *src, size_t bytes,
-                              cc__req_t *reqs, int n)
-{
-    char *d = dst;
-    const char *s = src;
-    int busy = n > 0;
-    while (bytes) {
-        size_t len = bytes < CC__COPY_PIECE ? bytes : CC__COPY_PIECE;
-        memcpy(d, s, len);
-        d += len, s += len, bytes -= len;
-        if (!busy || !bytes) continue;
-        /* One progress pass serves every request; stop looking once all are done. */
-        int done = 0;
-        busy = 0;
-        for (int i = 0; i < n; i++) {
-            if (reqs[i].kind == 0 || reqs[i].status != CC_INPROGRESS) continue;
-            if (cc__net_test(nc->net, &reqs[i], &done) != CC_OK || !done) busy = 1;
-            break;
-        }
-        for (int i = 0; !busy && i < n; i++)
-            busy = reqs[i].kind != 0 && reqs[i].status == CC_INPROGRESS;
-    }
-}
-
 void cc__native_settle(cc__native_t *nc, cc_status_t why)
 {
     int busy = 0;
