@@ -77,7 +77,7 @@ static cc_status_t check_env(void)
         return CC_ERR_INVALID_ARG;
     }
     uint64_t rndv;
-    if (cc__net_rndv_setting(&rndv) != 0) {
+    if (cc__net_rndv_setting(&rndv) < 0) {
         cc_log_error(CC_SUBSYS_NET,
                      "net: CCOMM_TCP_RNDV_THRESHOLD=%s is neither auto nor a size (64K, 1M, 0)",
                      cfg->tcp_rndv_threshold);
@@ -211,11 +211,9 @@ static void pick_transports(cc__net_t *net)
 int cc__net_rndv_setting(uint64_t *bytes)
 {
     const char *v = cc__cfg()->tcp_rndv_threshold;
-    if (!v || !*v || strcmp(v, "auto") == 0) {
-        *bytes = UINT64_MAX;
-        return 0;
-    }
-    return cc__parse_size(v, bytes);
+    *bytes = 0;
+    if (!v || !*v || strcmp(v, "auto") == 0) return 1;
+    return cc__parse_size(v, bytes) == 0 ? 0 : -1;
 }
 
 /*

@@ -173,8 +173,8 @@ static cc_status_t arm_epoll(struct cc__net *net, struct cc__tcp_state *ts)
 static uint64_t pick_rndv(const struct cc__net *net)
 {
     uint64_t t = 0;
-    if (cc__net_rndv_setting(&t) != 0) t = UINT64_MAX; /* check_env already refused it */
-    if (t != UINT64_MAX) return t;
+    /* A bad value never gets here: check_env refused it before the net was made. */
+    if (cc__net_rndv_setting(&t) == 0) return t;
     t = net->shares_cpus ? (1u << 20) : (64u << 10);
     cc_log_debug(CC_SUBSYS_TCP, "tcp: rendezvous from %llu bytes (%s)", (unsigned long long)t,
                  net->shares_cpus ? "ranks share this host's cpus" : "a cpu per rank");

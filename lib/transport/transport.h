@@ -208,8 +208,8 @@ cc__req_t *cc__req_take_cookie(cc__req_t **list, uint64_t cookie);
 /* Free the kept buffers (destroy). */
 void cc__msg_drop_spares(struct cc__net *net);
 
-/* CCOMM_TCP_RNDV_THRESHOLD: *bytes = the size, or UINT64_MAX for auto (tcp.c picks it once the
- * ranks per host are known). 0, or -1 for a value that is neither. */
+/* CCOMM_TCP_RNDV_THRESHOLD: 0 with *bytes the size; 1 for auto (tcp.c picks the size once the
+ * ranks per host are known); -1 for a value that is neither. */
 int cc__net_rndv_setting(uint64_t *bytes);
 /* Take the oldest held message with this tag off p's queue (or NULL). */
 cc__msg_t *cc__net_take_held(struct cc__peer *p, uint32_t tag);
