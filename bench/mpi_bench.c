@@ -48,7 +48,7 @@ static int shape(const char *coll, size_t elems, int n, size_t *count, size_t *s
     if (!strcmp(coll, "allreduce")) {
         *count = *send = *recv = elems;
         *factor = 2.0 * (n - 1) / n;
-    } else if (!strcmp(coll, "broadcast")) {
+    } else if (!strcmp(coll, "broadcast") || !strcmp(coll, "sendrecv")) {
         *count = *send = *recv = elems;
         *factor = 1.0;
     } else if (!strcmp(coll, "allgather")) {
@@ -74,6 +74,11 @@ static void run(const char *coll, float *s, float *r, size_t count, int n)
         MPI_Allgather(s, (int)count, MPI_FLOAT, r, (int)count, MPI_FLOAT, MPI_COMM_WORLD);
     } else if (!strcmp(coll, "reduce_scatter")) {
         MPI_Reduce_scatter_block(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (!strcmp(coll, "sendrecv")) { /* as ccperf's: to rank + 1, from rank - 1 */
+        int me;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        MPI_Sendrecv(s, (int)count, MPI_FLOAT, (me + 1) % n, 0, r, (int)count, MPI_FLOAT,
+                     (me - 1 + n) % n, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
         MPI_Alltoall(s, (int)count, MPI_FLOAT, r, (int)count, MPI_FLOAT, MPI_COMM_WORLD);
     }
@@ -94,6 +99,7 @@ static int check(const char *coll, float *s, float *r, size_t count, size_t ns, 
         else if (!strcmp(coll, "reduce_scatter"))
             want = (double)n * ((rank * count + i) % 1000) + n * (n - 1) / 2.0;
         else if (!strcmp(coll, "allgather")) want = k; /* block 0: rank 0's */
+        else if (!strcmp(coll, "sendrecv")) want = (double)((rank - 1 + n) % n) + k;
         else want = (double)((rank * count + i) % 1000); /* from rank 0 */
         if (fabs(r[i] - want) > 1e-3 * fmax(1, fabs(want))) return 1;
     }
@@ -111,7 +117,7 @@ int main(int argc, char **argv)
     double factor;
     if (parse(argc, argv, &o) || shape(o.coll, 1, n, &count, &ns, &nr, &factor)) {
         if (!rank) fprintf(stderr, "usage: mpi_bench allreduce|broadcast|allgather|"
-                                   "reduce_scatter|alltoall [-b N] [-e N] [-f F] [-n N] [-w N] "
+                                   "reduce_scatter|alltoall|sendrecv [-b N] [-e N] [-f F] [-n N] [-w N] "
                                    "[--budget N]\n");
         MPI_Finalize();
         return 2;
