@@ -229,13 +229,13 @@ static void pick_spin(cc__net_t *net)
     for (int i = 0; i < net->size; i++)
         local += cc__peer_same_host(&net->info[net->rank], &net->info[i]);
     if (cc__cfg()->local_size > local) local = (int)cc__cfg()->local_size;
-    net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
-    net->tcp_spin_ns = (uint64_t)cc__cfg()->tcp_spin_us * 1000ull;
     net->shares_cpus = local > ncpu;
-    /* With CPUs shared, a TCP wait polls and yields before it sleeps (see wait.c, wait_stage). */
-    net->tcp_yield_ns = local > ncpu ? (uint64_t)cc__cfg()->tcp_yield_us * 1000ull : 0;
-    if (local > ncpu) net->tcp_spin_ns = 0;
-    if (local > ncpu && net->spin_ns) {
+    net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
+    /* With CPUs shared, a TCP wait does not spin: it polls and yields before it sleeps
+     * (wait.c, wait_stage). */
+    net->tcp_spin_ns = net->shares_cpus ? 0 : (uint64_t)cc__cfg()->tcp_spin_us * 1000ull;
+    net->tcp_yield_ns = net->shares_cpus ? (uint64_t)cc__cfg()->tcp_yield_us * 1000ull : 0;
+    if (net->shares_cpus && net->spin_ns) {
         cc_log_info(CC_SUBSYS_NET,
                     "net: %d ranks share %d cpus on this host: waiting ranks yield and sleep "
                     "instead of spinning %lld us",

@@ -16,8 +16,7 @@
  * When only TCP requests are pending the loop spins only for
  * CCOMM_TCP_SPIN_US, yields only where the host's ranks share its CPUs
  * (CCOMM_TCP_YIELD_US), and sleeps in epoll (see wait_stage). Any
- * progress sends the loop back
- * to spinning. Liveness of the peers that
+ * progress sends the loop back to spinning. Liveness of the peers that
  * pending requests involve is checked every CCOMM_PEER_CHECK_MS whatever the
  * stage, so a dead peer fails its requests within about that time.
  */
@@ -240,8 +239,8 @@ static cc_status_t check_wait(cc__net_t *net, cc__req_t *const *reqs, int n)
  * holding the CPUs yield or block. 4 ranks on 2 CPUs, allreduce 8 B / 1 KiB
  * / 16 KiB / 256 KiB 2.0 / 1.9 / 1.8 / 1.5x faster with it (bench/ab.sh
  * --b-env, 5 launches, 2026-12-02 00:20 UTC), which is what Open MPI does
- * there (it polls, yielding when idle). Where the CPUs are free a spinner sees the
- * data without a wake-up: 2-rank 8-byte allreduce 47 us sleeping at once,
+ * there (it polls, yielding when idle). Where the CPUs are free a spinner
+ * sees the data without a wake-up: 2-rank 8-byte allreduce 47 us sleeping at once,
  * 14 us with the spin; on a host busy with other work the spinner takes the
  * CPU its peer needs (76-141 us with a 30 us spin at load 9-11): set 0 there
  * (docs/transports.md).
