@@ -304,33 +304,72 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
     return rid;
 }
 
-/* The fixed part after seq, word by word (a constant count: unrolled, no call). */
-static inline void store_fixed(cc__fr_entry_t *slot, const cc__fr_entry_t *e)
+/*
+ * The fixed part's words, packed in registers: building the entry field by
+ * field on the stack and copying it out as words made each word of narrower
+ * fields (tid and device, rank and size, ...) a load that the store buffer
+ * cannot forward from the stores before it, a stall per word. The layout is
+ * the file's, little-endian; the asserts pin each offset used here.
+ */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ring file is little-endian");
+_Static_assert(offsetof(cc__fr_entry_t, tid) == 88 && offsetof(cc__fr_entry_t, device) == 92 &&
+                   offsetof(cc__fr_entry_t, rank) == 96 && offsetof(cc__fr_entry_t, size) == 100 &&
+                   offsetof(cc__fr_entry_t, root) == 104 && offsetof(cc__fr_entry_t, peer) == 108 &&
+                   offsetof(cc__fr_entry_t, tag) == 112 &&
+                   offsetof(cc__fr_entry_t, comm_slot) == 116 &&
+                   offsetof(cc__fr_entry_t, type) == 118 && offsetof(cc__fr_entry_t, dtype) == 119 &&
+                   offsetof(cc__fr_entry_t, redop) == 120 &&
+                   offsetof(cc__fr_entry_t, nframes) == 121 &&
+                   offsetof(cc__fr_entry_t, state) == 128 &&
+                   offsetof(cc__fr_entry_t, status) == 132 &&
+                   offsetof(cc__fr_entry_t, flags) == 152 && CC__FR_FIXED_BYTES == 160,
+               "the packed words of cc__fr_ring_pre_op");
+
+static inline uint64_t pack32(uint32_t lo, uint32_t hi)
 {
-    uint64_t *d = (uint64_t *)(void *)slot;
-    const unsigned char *s = (const unsigned char *)e;
-#pragma GCC unroll 20
-    for (size_t i = 1; i < CC__FR_FIXED_BYTES / 8; i++) {
-        uint64_t w;
-        memcpy(&w, s + 8 * i, 8);
-        st(d + i, w);
-    }
+    return (uint64_t)lo | (uint64_t)hi << 32;
 }
 
 uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
                             uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
                             unsigned nframes)
 {
-    /* Only the fixed part is built here; the name fields go straight to the slot. */
-    cc__fr_entry_t e;
-    memset(&e, 0, CC__FR_FIXED_BYTES);
-    fill_fixed(&e, info, comm_slot, tid, t_enqueue_ns);
-    e.nframes = (uint8_t)(nframes < r->stack_depth ? nframes : r->stack_depth);
+    /* As fill_fixed, word by word: the same clamps, zero for reserved bytes. */
+    unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
+    uint64_t w11 = pack32(tid, (uint32_t)info->device);
+    uint64_t w12 = pack32((uint32_t)info->rank, (uint32_t)info->size);
+    uint64_t w13 = pack32((uint32_t)info->root, (uint32_t)info->peer);
+    uint64_t w14 = (uint64_t)(uint32_t)info->tag |
+                   (uint64_t)(comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM) << 32 |
+                   (uint64_t)(uint8_t)info->type << 48 |
+                   (uint64_t)cc__fr_dtype_code((unsigned)info->dtype) << 56;
+    uint64_t w15 = (uint64_t)((unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop
+                                                                      : CC_REDOP_COUNT) |
+                   (uint64_t)(uint8_t)nf << 8;
+    uint64_t w16 = pack32(CC__FR_SCHEDULED, (uint32_t)CC_INPROGRESS);
     uint64_t rid, s;
     cc__fr_entry_t *slot = claim(r, &rid, &s);
     if (!slot) return 0;
-    e.record_id = rid;
-    store_fixed(slot, &e);
+    uint64_t *d = (uint64_t *)(void *)slot;
+    st(d + 1, rid);
+    st(d + 2, info->op_id);
+    st(d + 3, info->comm_id);
+    st(d + 4, info->coll_seq);
+    st(d + 5, info->p2p_seq);
+    st(d + 6, info->in_count);
+    st(d + 7, info->out_count);
+    st(d + 8, info->bytes);
+    st(d + 9, t_enqueue_ns);
+    st(d + 10, (uint64_t)info->timeout_ms);
+    st(d + 11, w11);
+    st(d + 12, w12);
+    st(d + 13, w13);
+    st(d + 14, w14);
+    st(d + 15, w15);
+    st(d + 16, w16);
+    st(d + 17, 0); /* t_start_ns */
+    st(d + 18, 0); /* t_end_ns */
+    st(d + 19, 0); /* flags, end_tid */
     /* Every word of the slot is rewritten or known to be right: nothing of
      * its previous op is visible. */
     struct cc__fr_slot_names *nm = names_of(r, rid);
@@ -341,7 +380,7 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
     st(&slot->gpu_end_ns, 0);
     /* Reads ""; the GPU path writes the field whole. */
     __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
-    store_frames(slot, frames, e.nframes);
+    store_frames(slot, frames, nf);
     slot_unlock(slot, s, 1);
     prefetch_slot(r, rid + 1);
     return rid;

@@ -365,6 +365,60 @@ static void assert_field(const char *f, size_t cap, const char *want)
 }
 
 /*
+ * cc__fr_ring_pre_op packs the fixed part's words in registers; it must
+ * write, byte for byte, what cc__fr_entry_fill's field-by-field build writes
+ * (record id aside), clamps and reserved zeros included, for values that
+ * fill every byte of the packed words.
+ */
+static void check_pre_matches_fill(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot)
+{
+    /* The slot's previous op wrote every byte of the words we compare. */
+    memset(r->slots + 8, 0xa5, offsetof(cc__fr_entry_t, algorithm) - 8); /* seq stays even */
+    cc__fr_entry_t want;
+    cc__fr_entry_fill(&want, info, comm_slot, 0x89abcdefu, 0x1122334455667788ull);
+    uint64_t rid = cc__fr_ring_pre_op(r, info, comm_slot, 0x89abcdefu, 0x1122334455667788ull,
+                                      NULL, 0);
+    assert_true(rid > 0);
+    const cc__fr_entry_t *e = (const cc__fr_entry_t *)(const void *)r->slots;
+    assert_int_equal(e->record_id, rid);
+    size_t from = offsetof(cc__fr_entry_t, op_id), to = offsetof(cc__fr_entry_t, algorithm);
+    assert_memory_equal((const char *)e + from, (const char *)&want + from, to - from);
+    assert_int_equal(e->seq & 1, 0);
+}
+
+static void test_pre_op_packed(void **state)
+{
+    (void)state;
+    char path[400];
+    cc__fr_ring_t *r = small_ring("packed.ccfr", 1, path, sizeof(path));
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 0x0102030405060708ull, 0x1112131415161718ull, 0x2122232425262728ull);
+    cc_op_info_t *i = &op.info;
+    i->p2p_seq = 0x3132333435363738ull;
+    i->in_count = 0x4142434445464748ull;
+    i->out_count = 0x5152535455565758ull;
+    i->bytes = 0x6162636465666768ull;
+    i->timeout_ms = -2;
+    i->device = -7;
+    i->rank = 0x7a7b7c7d;
+    i->size = -0x12345678;
+    i->root = -1;
+    i->peer = 0x23456789;
+    i->tag = -0x3456789a;
+    i->dtype = CC_BFLOAT16;
+    i->redop = CC_MAX;
+    check_pre_matches_fill(r, i, 0x1234);
+    check_pre_matches_fill(r, i, -1);
+    /* Out-of-range enums are clamped to "none" by both. */
+    i->type = CC_OP_SEND;
+    i->dtype = (cc_dtype_t)200;
+    i->redop = (cc_redop_t)77;
+    check_pre_matches_fill(r, i, 3);
+    cc__fr_ring_destroy(r);
+    unlink(path);
+}
+
+/*
  * The recorder's PRE (cc__fr_ring_pre_op) writes names in place: it stores a
  * name only when the slot holds another, and a field the op has no name for
  * yet gets its first byte zeroed (reads ""), which START undoes when its name
@@ -543,6 +597,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ring_prefaulted, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_names_cache, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_names_in_place, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_pre_op_packed, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_subscribed_token, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
