@@ -426,7 +426,7 @@ void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner)
 
 /* Run one snapshot of PRE hooks; returns the first veto. A subscriber's slot
  * records it ran (its handle) before it runs: a vetoing subscriber gets its POST. */
-static cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
+static inline cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
                                 cc__hook_tokens_t *tok)
 {
     for (uint32_t i = 0; s && i < s->n; i++) {
@@ -446,23 +446,24 @@ static cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_
     return CC_OK;
 }
 
-cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op,
-                              cc__hook_tokens_t *tok)
+cc_status_t cc__hooks_run_pre_any(const cc__chain_set_t *local, const cc_op_info_t *op,
+                                  cc__hook_tokens_t *tok)
 {
-    if (!cc__hooks_any(local, CC__HOOK_PRE)) return CC_OK;
     int rd = read_lock(1);
     struct run_frame f = {local, t_runs};
     t_runs = &f;
-    cc_status_t st = run_pre_snap(atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap), op, tok);
-    if (st == CC_OK && local)
-        st = run_pre_snap(atomic_load(&local->chain[CC__HOOK_PRE].snap), op, tok);
+    /* Loaded inside the section: a snapshot loaded before it could be freed under us. */
+    const struct cc__hook_snap *g = atomic_load(&cc__global_hooks.chain[CC__HOOK_PRE].snap);
+    const struct cc__hook_snap *l = local ? atomic_load(&local->chain[CC__HOOK_PRE].snap) : NULL;
+    cc_status_t st = g ? run_pre_snap(g, op, tok) : CC_OK;
+    if (st == CC_OK && l) st = run_pre_snap(l, op, tok);
     t_runs = f.up;
     read_unlock(rd);
     return st;
 }
 
 /* A subscriber runs only for an op whose PRE it ran, with the token it set there. */
-static void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
+static inline void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
                         const cc__hook_tokens_t *tok)
 {
     for (uint32_t i = 0; s && i < s->n; i++) {
@@ -476,15 +477,16 @@ static void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
     }
 }
 
-void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
-                      const cc__hook_tokens_t *tok)
+void cc__hooks_run_op_any(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
+                          const cc__hook_tokens_t *tok)
 {
-    if (!cc__hooks_any(local, kind)) return;
     int rd = read_lock(1);
     struct run_frame f = {local, t_runs};
     t_runs = &f;
-    run_op_snap(atomic_load(&cc__global_hooks.chain[kind].snap), op, tok);
-    if (local) run_op_snap(atomic_load(&local->chain[kind].snap), op, tok);
+    const struct cc__hook_snap *g = atomic_load(&cc__global_hooks.chain[kind].snap);
+    const struct cc__hook_snap *l = local ? atomic_load(&local->chain[kind].snap) : NULL;
+    if (g) run_op_snap(g, op, tok);
+    if (l) run_op_snap(l, op, tok);
     t_runs = f.up;
     read_unlock(rd);
 }

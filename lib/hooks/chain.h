@@ -118,12 +118,13 @@ int cc__hooks_running(const cc__chain_set_t *set);
  * NULL). The PRE runner stops at the first veto and returns it; others
  * return nothing. `tok` is the op's token record (never NULL): PRE fills
  * it, the others read it. The abort runner with signal_ctx != 0 runs only
- * hooks flagged CC_HOOK_SIGNAL_SAFE.
+ * hooks flagged CC_HOOK_SIGNAL_SAFE. cc__hooks_run_pre and cc__hooks_run_op
+ * (below, inline) test for an empty chain and call these otherwise.
  */
-cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op,
-                              cc__hook_tokens_t *tok);
-void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
-                      const cc__hook_tokens_t *tok);
+cc_status_t cc__hooks_run_pre_any(const cc__chain_set_t *local, const cc_op_info_t *op,
+                                  cc__hook_tokens_t *tok);
+void cc__hooks_run_op_any(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
+                          const cc__hook_tokens_t *tok);
 
 /* The token subscriber `handle` set in the op's PRE, or NULL when it did not
  * see that PRE. For a subscriber's own use off its callbacks (the recorder's
@@ -145,6 +146,20 @@ static inline int cc__hooks_any(const cc__chain_set_t *local, int kind)
 {
     return atomic_load_explicit(&cc__global_hooks.chain[kind].snap, memory_order_relaxed) ||
            (local && atomic_load_explicit(&local->chain[kind].snap, memory_order_relaxed));
+}
+
+/* The runners: an empty chain costs its two loads here, in the caller, with no call (the
+ * out-of-line runner saves six registers before it could look). */
+static inline cc_status_t cc__hooks_run_pre(const cc__chain_set_t *local, const cc_op_info_t *op,
+                                            cc__hook_tokens_t *tok)
+{
+    return cc__hooks_any(local, CC__HOOK_PRE) ? cc__hooks_run_pre_any(local, op, tok) : CC_OK;
+}
+
+static inline void cc__hooks_run_op(int kind, const cc__chain_set_t *local, const cc_op_info_t *op,
+                                    const cc__hook_tokens_t *tok)
+{
+    if (cc__hooks_any(local, kind)) cc__hooks_run_op_any(kind, local, op, tok);
 }
 
 #endif /* CC_HOOKS_CHAIN_H */
