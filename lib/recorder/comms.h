@@ -37,6 +37,14 @@ int cc__fr_comm_add(cc__fr_ring_t *r, const cc__fr_comm_desc_t *d);
 /* Raise a pg_status counter of `slot` to `seq` (never lowers it). Lock-free. */
 void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq);
 
+/*
+ * The same for last_enqueued, from PRE: a plain store, no CAS. PRE runs on the
+ * thread that issues the op, and a comm's collectives are issued one at a time
+ * (the door numbers them with a plain increment of the comm's coll_seq), so
+ * the values come in increasing order from one thread at a time. Never lowers it.
+ */
+void cc__fr_comm_enqueued(cc__fr_ring_t *r, int slot, uint64_t seq);
+
 /* Mark a comm destroyed or aborted (CC__FR_CF_*). Async-signal-safe. */
 void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason);
 

@@ -113,7 +113,7 @@ cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user, void **tok
     unsigned nframes = r->stack_depth ? cc__fr_stack_capture(frames, r->stack_depth) : 0;
     *token = (void *)(uintptr_t)cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
     if (is_coll(info->type) && info->coll_seq)
-        cc__fr_comm_seq(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
+        cc__fr_comm_enqueued(r, slot, info->coll_seq);
     (void)user;
     return CC_OK;
 }
