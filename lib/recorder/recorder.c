@@ -123,12 +123,8 @@ void cc__recorder_on_start(const cc_op_info_t *info, void *user, void *token)
     uint64_t rid = rec_of(token);
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
-    cc__fr_update_t u = {.state = CC__FR_STARTED,
-                         .t_start_ns = info->t_start_ns ? info->t_start_ns : cc__now_ns(),
-                         .tid = my_tid(),
-                         .algorithm = info->algorithm,
-                         .transport = info->transport};
-    int slot = cc__fr_ring_update(r, rid, &u);
+    int slot = cc__fr_ring_start(r, rid, info->t_start_ns ? info->t_start_ns : cc__now_ns(),
+                                 my_tid(), info->algorithm, info->transport);
     if (slot >= 0 && is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
     (void)user;
@@ -140,15 +136,10 @@ void cc__recorder_on_post(const cc_op_info_t *info, void *user, void *token)
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
     /* t_start again: an op that never reported START still gets its time. */
-    cc__fr_update_t u = {.state = cc__fr_state_of_status(info->status),
-                         .status = info->status,
-                         .t_start_ns = info->t_start_ns,
-                         .t_end_ns = info->t_end_ns ? info->t_end_ns : cc__now_ns(),
-                         .tid = my_tid(),
-                         .algorithm = info->algorithm,
-                         .transport = info->transport};
-    int slot = cc__fr_ring_update(r, rid, &u);
-    if (slot >= 0 && u.state == CC__FR_COMPLETED && is_coll(info->type) && info->coll_seq)
+    int slot = cc__fr_ring_end(r, rid, info->status, info->t_start_ns,
+                               info->t_end_ns ? info->t_end_ns : cc__now_ns(), my_tid(),
+                               info->algorithm, info->transport);
+    if (slot >= 0 && info->status == CC_OK && is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
     /* Lifecycle ends (rare): the comm's members may be known only now. */
     if (info->type == CC_OP_COMM_INIT && info->status == CC_OK) add_comm_of(r, info);

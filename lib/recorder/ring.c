@@ -396,7 +396,10 @@ struct flags_word {
     uint32_t end_tid;
 };
 
-int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
+/* The update, inlined into each entry point below so that the compiler folds what a
+ * START or an end leaves alone (one logic, three specialisations). */
+static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, uint64_t rid,
+                                                             const cc__fr_update_t *u)
 {
     cc__fr_entry_t *e = slot_of(r, rid);
     uint64_t s = slot_lock(e, SPINS_WRITE);
@@ -443,6 +446,35 @@ int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
 dropped:
     count(&r->hdr->dropped);
     return -1;
+}
+
+int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u)
+{
+    return ring_update(r, rid, u);
+}
+
+int cc__fr_ring_start(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint32_t tid,
+                      const char *algorithm, const char *transport)
+{
+    const cc__fr_update_t u = {.state = CC__FR_STARTED,
+                               .t_start_ns = t_start_ns,
+                               .tid = tid,
+                               .algorithm = algorithm,
+                               .transport = transport};
+    return ring_update(r, rid, &u);
+}
+
+int cc__fr_ring_end(cc__fr_ring_t *r, uint64_t rid, int32_t status, uint64_t t_start_ns,
+                    uint64_t t_end_ns, uint32_t tid, const char *algorithm, const char *transport)
+{
+    const cc__fr_update_t u = {.state = cc__fr_state_of_status(status),
+                               .status = status,
+                               .t_start_ns = t_start_ns,
+                               .t_end_ns = t_end_ns,
+                               .tid = tid,
+                               .algorithm = algorithm,
+                               .transport = transport};
+    return ring_update(r, rid, &u);
 }
 
 int cc__fr_ring_gpu(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint64_t t_end_ns,

@@ -127,6 +127,13 @@ typedef struct cc__fr_update {
  */
 int cc__fr_ring_update(cc__fr_ring_t *r, uint64_t rid, const cc__fr_update_t *u);
 
+/* The recorder's START and POST: cc__fr_ring_update with the update START and an end make
+ * (state STARTED; the end state of `status`), specialised by the compiler. */
+int cc__fr_ring_start(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint32_t tid,
+                      const char *algorithm, const char *transport);
+int cc__fr_ring_end(cc__fr_ring_t *r, uint64_t rid, int32_t status, uint64_t t_start_ns,
+                    uint64_t t_end_ns, uint32_t tid, const char *algorithm, const char *transport);
+
 /*
  * GPU times of record `rid` (0 leaves a time; NULL leaves the detail), under
  * the slot's seqlock, only if the slot still holds `rid`. Returns 0, or -1
