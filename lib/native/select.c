@@ -149,8 +149,23 @@ static const cc__algo_row_t rows[] = {
      *     --b-env CCOMM_ALGO_ALLGATHER=bruck --coll allgather --sizes "16K 64K 256K 1M"
      *     --ranks 4 --transport tcp --launches 5 --iters 100
      *   4 ranks: 16K 229/132, 64K 226/178, 256K 1137/1029 (again 1285/1248), 512K 1603/1957,
-     *            1M 2507/3358 */
-    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 0, 512 * K, 0},
+     *            1M 2507/3358
+     * Again on a quiet host, 2026-12-02 04:20-04:30 UTC (load 1-2), medians of 7-11
+     * launches, us (bruck / ring):
+     *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLGATHER=bruck --b build
+     *     --b-env CCOMM_ALGO_ALLGATHER=ring --coll allgather --sizes "..." --ranks N
+     *     --transport tcp --launches 9
+     *   2 ranks: 16 15.5/13.0, 1K 17.9/14.2, 16K 21.7/18.6, 32K 19.0/18.2, 64K 25.8/24.4
+     *            (another run 33.5/47.6), 128K 142/102 (137/105), 256K 233/130, 512K 530/270:
+     *            one exchange either way, the ring's without Bruck's staging;
+     *   3 ranks: 1K-64K within 2-5 % (0.95-0.98), 16K 65/79 in another run; 64K 103/89,
+     *            128K 204/117, 256K 393/259, 512K 699/343;
+     *   4 ranks: 1K 71/118, 16K 91/125, 64K 115/170 (107/155), 128K 254/221, 256K 516/376,
+     *            512K 921/747.
+     * So Bruck from 3 ranks up to 64 KiB, the ring on 2 ranks and above; 5 ranks and more
+     * keep the 512 KiB bound, not measured again. */
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 5, 512 * K, 0},
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 3, 64 * K + 1, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
     {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 64 * K + 1, 0},

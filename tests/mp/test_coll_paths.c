@@ -110,7 +110,8 @@ static const struct row rows[] = {
     {0, CC_OP_ALLREDUCE, 4 * 1024 * K, "halving_doubling", "ring", 4, 0},
     {0, CC_OP_BROADCAST, 16 * 1024 * K + 1, "binomial", "ring", 0, 0},
     {0, CC_OP_REDUCE, 128 * K, "binomial", "ring", 0, 0},
-    {0, CC_OP_ALLGATHER, 512 * K, "bruck", "ring", 0, 0},
+    {0, CC_OP_ALLGATHER, 64 * K + 1, "bruck", "ring", 3, 4},
+    {0, CC_OP_ALLGATHER, 64 * K + 1, "ring", "ring", 2, 2}, /* no Bruck on 2 ranks */
     {0, CC_OP_ALLTOALL, 16 * K + 1, "bruck", "linear", 4, 4},
     {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise", 0, 0},
     {0, CC_OP_REDUCE_SCATTER, 32 * K + 1, "recursive_doubling", "ring", 4, 0},

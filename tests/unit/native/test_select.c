@@ -130,8 +130,15 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K, "binomial");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * 1024 * K + 4, "ring");
-    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
-    EXPECT(&nc, CC_OP_ALLGATHER, 512 * K, "ring");
+    /* Allgather: Bruck from 3 ranks to 64 KiB (to 512 KiB from 5 ranks), the ring on 2. */
+    EXPECT(&nc, CC_OP_ALLGATHER, 4, "bruck");
+    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "bruck");
+    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "ring");
+    EXPECT(&two, CC_OP_ALLGATHER, 4, "ring");
+    EXPECT(&two, CC_OP_ALLGATHER, 64 * K, "ring");
+    cc__native_t eight = engine_of(8, CC__TPM_NET);
+    EXPECT(&eight, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
+    EXPECT(&eight, CC_OP_ALLGATHER, 512 * K, "ring");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K - 4, "linear");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "pairwise");
     /* The few-message rows by rank count: Bruck at 4 and from 6 ranks, not 5 (a power-of-two
