@@ -162,8 +162,8 @@ static const cc__algo_row_t rows[] = {
      *            128K 204/117, 256K 393/259, 512K 699/343;
      *   4 ranks: 1K 71/118, 16K 91/125, 64K 115/170 (107/155), 128K 254/221, 256K 516/376,
      *            512K 921/747.
-     * So Bruck from 3 ranks up to 64 KiB, the ring on 2 ranks and above; 5 ranks and more
-     * keep the 512 KiB bound, not measured again. */
+     * So the ring at every size on 2 ranks, Bruck up to 64 KiB on 3 and 4 ranks and the
+     * ring above; 5 ranks and more keep the 512 KiB bound, not measured again. */
     {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 5, 512 * K, 0},
     {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 3, 64 * K + 1, 0},
     {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
