@@ -115,37 +115,68 @@ static inline void put_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-/* Everything but the name fields: lines 0-1 and line 2 up to `algorithm`,
- * into e, whose first CC__FR_FIXED_BYTES are zero. */
+/* The entry's fixed part: everything before the name fields (lines 0-1 and line 2 up to
+ * `algorithm`). */
 #define CC__FR_FIXED_BYTES offsetof(cc__fr_entry_t, algorithm)
 
-static void fill_fixed(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
-                       uint64_t t_enqueue_ns)
+/*
+ * The fixed part as the file's words, packed in registers (the layout is the
+ * file's, little-endian; the asserts pin each offset used here). PRE stores
+ * them straight into its slot: building the entry field by field on the
+ * stack and copying it out as words made each word of narrower fields (tid
+ * and device, rank and size, ...) a load that the store buffer cannot
+ * forward from the stores before it, a stall per word.
+ */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ring file is little-endian");
+_Static_assert(offsetof(cc__fr_entry_t, op_id) == 16 && offsetof(cc__fr_entry_t, out_count) == 56 &&
+                   offsetof(cc__fr_entry_t, timeout_ms) == 80 &&
+                   offsetof(cc__fr_entry_t, tid) == 88 && offsetof(cc__fr_entry_t, device) == 92 &&
+                   offsetof(cc__fr_entry_t, rank) == 96 && offsetof(cc__fr_entry_t, size) == 100 &&
+                   offsetof(cc__fr_entry_t, root) == 104 && offsetof(cc__fr_entry_t, peer) == 108 &&
+                   offsetof(cc__fr_entry_t, tag) == 112 &&
+                   offsetof(cc__fr_entry_t, comm_slot) == 116 &&
+                   offsetof(cc__fr_entry_t, type) == 118 && offsetof(cc__fr_entry_t, dtype) == 119 &&
+                   offsetof(cc__fr_entry_t, redop) == 120 &&
+                   offsetof(cc__fr_entry_t, nframes) == 121 &&
+                   offsetof(cc__fr_entry_t, state) == 128 &&
+                   offsetof(cc__fr_entry_t, status) == 132 &&
+                   offsetof(cc__fr_entry_t, flags) == 152 && CC__FR_FIXED_BYTES == 160,
+               "the packed words of pack_fixed");
+
+static inline uint64_t pack32(uint32_t lo, uint32_t hi)
 {
-    e->op_id = info->op_id;
-    e->comm_id = info->comm_id;
-    e->coll_seq = info->coll_seq;
-    e->p2p_seq = info->p2p_seq;
-    e->in_count = info->in_count;
-    e->out_count = info->out_count;
-    e->bytes = info->bytes;
-    e->t_enqueue_ns = t_enqueue_ns;
-    e->timeout_ms = info->timeout_ms;
-    e->tid = tid;
-    e->device = info->device;
-    e->rank = info->rank;
-    e->size = info->size;
-    e->root = info->root;
-    e->peer = info->peer;
-    e->tag = info->tag;
-    e->comm_slot = comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM;
-    /* Out-of-range enums are clamped to "none" so readers never reject the
-     * entry for a value the door let through. */
-    e->type = (uint8_t)info->type;
-    e->dtype = cc__fr_dtype_code((unsigned)info->dtype);
-    e->redop = (unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop : CC_REDOP_COUNT;
-    e->state = CC__FR_SCHEDULED;
-    e->status = CC_INPROGRESS;
+    return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+#define CC__FR_FIXED_WORDS (CC__FR_FIXED_BYTES / 8)
+
+/* Words 0 (seq) and 1 (record id) are left 0; reserved bytes are 0. Out-of-range enums are
+ * clamped to "none" so readers never reject the entry for a value the door let through. */
+static inline void pack_fixed(uint64_t w[CC__FR_FIXED_WORDS], const cc_op_info_t *info,
+                              int comm_slot, uint32_t tid, uint64_t t_enqueue_ns, unsigned nframes)
+{
+    w[0] = w[1] = 0;
+    w[2] = info->op_id;
+    w[3] = info->comm_id;
+    w[4] = info->coll_seq;
+    w[5] = info->p2p_seq;
+    w[6] = info->in_count;
+    w[7] = info->out_count;
+    w[8] = info->bytes;
+    w[9] = t_enqueue_ns;
+    w[10] = (uint64_t)info->timeout_ms;
+    w[11] = pack32(tid, (uint32_t)info->device);
+    w[12] = pack32((uint32_t)info->rank, (uint32_t)info->size);
+    w[13] = pack32((uint32_t)info->root, (uint32_t)info->peer);
+    w[14] = (uint64_t)(uint32_t)info->tag |
+            (uint64_t)(comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM) << 32 |
+            (uint64_t)(uint8_t)info->type << 48 |
+            (uint64_t)cc__fr_dtype_code((unsigned)info->dtype) << 56;
+    w[15] = (uint64_t)((unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop
+                                                               : CC_REDOP_COUNT) |
+            (uint64_t)(uint8_t)nframes << 8;
+    w[16] = pack32(CC__FR_SCHEDULED, (uint32_t)CC_INPROGRESS);
+    w[17] = w[18] = w[19] = 0; /* t_start_ns, t_end_ns, flags and end_tid */
 }
 
 void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
@@ -155,7 +186,9 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
      * then held only for the stores. Zeroed so reserved bytes stay zero
      * (later minor versions read zero as "absent"). */
     memset(e, 0, sizeof(*e));
-    fill_fixed(e, info, comm_slot, tid, t_enqueue_ns);
+    uint64_t w[CC__FR_FIXED_WORDS];
+    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, 0);
+    memcpy(e, w, sizeof(w));
     /* Known at PRE only for some ops; START and POST fill them in later. */
     put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
     put_str(e->transport, sizeof(e->transport), info->transport);
@@ -304,72 +337,21 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
     return rid;
 }
 
-/*
- * The fixed part's words, packed in registers: building the entry field by
- * field on the stack and copying it out as words made each word of narrower
- * fields (tid and device, rank and size, ...) a load that the store buffer
- * cannot forward from the stores before it, a stall per word. The layout is
- * the file's, little-endian; the asserts pin each offset used here.
- */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ring file is little-endian");
-_Static_assert(offsetof(cc__fr_entry_t, tid) == 88 && offsetof(cc__fr_entry_t, device) == 92 &&
-                   offsetof(cc__fr_entry_t, rank) == 96 && offsetof(cc__fr_entry_t, size) == 100 &&
-                   offsetof(cc__fr_entry_t, root) == 104 && offsetof(cc__fr_entry_t, peer) == 108 &&
-                   offsetof(cc__fr_entry_t, tag) == 112 &&
-                   offsetof(cc__fr_entry_t, comm_slot) == 116 &&
-                   offsetof(cc__fr_entry_t, type) == 118 && offsetof(cc__fr_entry_t, dtype) == 119 &&
-                   offsetof(cc__fr_entry_t, redop) == 120 &&
-                   offsetof(cc__fr_entry_t, nframes) == 121 &&
-                   offsetof(cc__fr_entry_t, state) == 128 &&
-                   offsetof(cc__fr_entry_t, status) == 132 &&
-                   offsetof(cc__fr_entry_t, flags) == 152 && CC__FR_FIXED_BYTES == 160,
-               "the packed words of cc__fr_ring_pre_op");
-
-static inline uint64_t pack32(uint32_t lo, uint32_t hi)
-{
-    return (uint64_t)lo | (uint64_t)hi << 32;
-}
-
 uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
                             uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
                             unsigned nframes)
 {
-    /* As fill_fixed, word by word: the same clamps, zero for reserved bytes. */
     unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
-    uint64_t w11 = pack32(tid, (uint32_t)info->device);
-    uint64_t w12 = pack32((uint32_t)info->rank, (uint32_t)info->size);
-    uint64_t w13 = pack32((uint32_t)info->root, (uint32_t)info->peer);
-    uint64_t w14 = (uint64_t)(uint32_t)info->tag |
-                   (uint64_t)(comm_slot >= 0 ? (uint16_t)comm_slot : CC__FR_NO_COMM) << 32 |
-                   (uint64_t)(uint8_t)info->type << 48 |
-                   (uint64_t)cc__fr_dtype_code((unsigned)info->dtype) << 56;
-    uint64_t w15 = (uint64_t)((unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop
-                                                                      : CC_REDOP_COUNT) |
-                   (uint64_t)(uint8_t)nf << 8;
-    uint64_t w16 = pack32(CC__FR_SCHEDULED, (uint32_t)CC_INPROGRESS);
+    uint64_t w[CC__FR_FIXED_WORDS];
+    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf);
     uint64_t rid, s;
     cc__fr_entry_t *slot = claim(r, &rid, &s);
     if (!slot) return 0;
+    w[1] = rid;
     uint64_t *d = (uint64_t *)(void *)slot;
-    st(d + 1, rid);
-    st(d + 2, info->op_id);
-    st(d + 3, info->comm_id);
-    st(d + 4, info->coll_seq);
-    st(d + 5, info->p2p_seq);
-    st(d + 6, info->in_count);
-    st(d + 7, info->out_count);
-    st(d + 8, info->bytes);
-    st(d + 9, t_enqueue_ns);
-    st(d + 10, (uint64_t)info->timeout_ms);
-    st(d + 11, w11);
-    st(d + 12, w12);
-    st(d + 13, w13);
-    st(d + 14, w14);
-    st(d + 15, w15);
-    st(d + 16, w16);
-    st(d + 17, 0); /* t_start_ns */
-    st(d + 18, 0); /* t_end_ns */
-    st(d + 19, 0); /* flags, end_tid */
+#pragma GCC unroll 20
+    for (size_t i = 1; i < CC__FR_FIXED_WORDS; i++)
+        st(d + i, w[i]);
     /* Every word of the slot is rewritten or known to be right: nothing of
      * its previous op is visible. */
     struct cc__fr_slot_names *nm = names_of(r, rid);

@@ -365,10 +365,12 @@ static void assert_field(const char *f, size_t cap, const char *want)
 }
 
 /*
- * cc__fr_ring_pre_op packs the fixed part's words in registers; it must
- * write, byte for byte, what cc__fr_entry_fill's field-by-field build writes
- * (record id aside), clamps and reserved zeros included, for values that
- * fill every byte of the packed words.
+ * cc__fr_ring_pre_op stores the fixed part's packed words straight into the
+ * slot; cc__fr_entry_fill copies the same words into an entry for
+ * cc__fr_ring_pre. Both must leave, byte for byte, the same fixed part (record
+ * id aside), clamps and reserved zeros included, over a slot whose previous
+ * bytes were all nonzero, for values that fill every byte of the words.
+ * (What each field holds is test_states' to check, through the struct.)
  */
 static void check_pre_matches_fill(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot)
 {
