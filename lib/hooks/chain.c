@@ -424,12 +424,12 @@ void cc__hooks_drop_owner(cc__chain_set_t *set, const void *owner)
     pthread_mutex_unlock(&g_write_lock);
 }
 
-/* Run one snapshot of PRE hooks; returns the first veto. A subscriber's slot
+/* Run one snapshot (not NULL) of PRE hooks; returns the first veto. A subscriber's slot
  * records it ran (its handle) before it runs: a vetoing subscriber gets its POST. */
 static inline cc_status_t run_pre_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
-                                cc__hook_tokens_t *tok)
+                                       cc__hook_tokens_t *tok)
 {
-    for (uint32_t i = 0; s && i < s->n; i++) {
+    for (uint32_t i = 0; i < s->n; i++) {
         const struct cc__hook *h = &s->hooks[i];
         void (*fn)(void) = __atomic_load_n(&h->fn, __ATOMIC_RELAXED);
         if (!fn) continue;
@@ -462,11 +462,12 @@ cc_status_t cc__hooks_run_pre_any(const cc__chain_set_t *local, const cc_op_info
     return st;
 }
 
-/* A subscriber runs only for an op whose PRE it ran, with the token it set there. */
+/* One snapshot (not NULL) of START, POST or WAIT hooks. A subscriber runs only for an op
+ * whose PRE it ran, with the token it set there. */
 static inline void run_op_snap(const struct cc__hook_snap *s, const cc_op_info_t *op,
-                        const cc__hook_tokens_t *tok)
+                               const cc__hook_tokens_t *tok)
 {
-    for (uint32_t i = 0; s && i < s->n; i++) {
+    for (uint32_t i = 0; i < s->n; i++) {
         const struct cc__hook *h = &s->hooks[i];
         void (*fn)(void) = __atomic_load_n(&h->fn, __ATOMIC_RELAXED);
         if (!fn) continue;
