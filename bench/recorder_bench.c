@@ -22,8 +22,8 @@
 #include "engine/op.h"
 #include "recorder/recorder.h"
 
-/* The recorder's token of an op, in the op's first token slot as the chain runner keeps it. */
-#define REC_TOK(op) ((op)->tokens.token[0])
+/* The record id of an op, where the door keeps it. */
+#define REC_ID(op) ((op)->rec_id)
 
 #define BATCH 256
 
@@ -88,16 +88,16 @@ static void *run(void *arg)
     for (; n + BATCH <= j->ops; n += BATCH) {
         for (int b = 0; b < BATCH; b++)
             fill(&ops[b], j->t, (uint64_t)(n + b + 1));
-        PHASE(0, cc__recorder_on_pre(&ops[b].info, NULL, &REC_TOK(&ops[b])));
+        PHASE(0, cc__recorder_pre(&ops[b].info, &REC_ID(&ops[b])));
         for (int b = 0; b < BATCH; b++) {
             ops[b].info.t_start_ns = 1;
             ops[b].info.algorithm = "ring";
             ops[b].info.transport = "shm";
         }
-        PHASE(1, cc__recorder_on_start(&ops[b].info, NULL, REC_TOK(&ops[b])));
+        PHASE(1, cc__recorder_start(&ops[b].info, REC_ID(&ops[b])));
         for (int b = 0; b < BATCH; b++)
             ops[b].info.status = CC_OK, ops[b].info.t_end_ns = 2;
-        PHASE(2, cc__recorder_on_post(&ops[b].info, NULL, REC_TOK(&ops[b])));
+        PHASE(2, cc__recorder_post(&ops[b].info, REC_ID(&ops[b])));
     }
     for (int k = 0; k < 3; k++) {
         j->res.wall[k] = wall[k] / (double)n;

@@ -6,8 +6,10 @@
  * completes (well or badly); the WAIT chain runs when a caller waits on a
  * work handle. When a communicator can no longer make
  * progress (timeout, peer lost, explicit abort, fatal signal) its ABORT chain
- * runs before its pending ops fail. ccomm's own flight recorder, clog logger
- * and tracepoints are subscribers on these same chains.
+ * runs before its pending ops fail. ccomm's clog logger and tracepoints are
+ * hooks on these same chains; its flight recorder is called by the door
+ * itself at the same points, before the chains (its abort hook is on the
+ * ABORT chain), and takes none of the CC_HOOK_SUBSCRIBERS slots.
  *
  * A hook is added for one communicator or for all communicators (comm NULL,
  * including those created later). Chains are read without locks; adding and

@@ -3,8 +3,13 @@
  *
  *   validate (door_validate.c: each coll_api*.c entry point runs its
  *   cc__validate_<call> on the raw arguments, then builds the op)
- *   -> identity -> PRE chain -> engine -> START chain (cc__op_started)
- *   -> POST chain (cc__op_finished)
+ *   -> identity -> PRE -> engine -> START (cc__op_started) -> POST (cc__op_finished)
+ *
+ * At each transition the door calls the flight recorder itself, then runs
+ * that transition's hook chain (clog, tracepoints, users' hooks). The
+ * recorder is the one subscriber the door knows by name: a chain walk per
+ * transition cost more than the whole record (docs/performance.md, "The
+ * recorder off the chains").
  *
  * Lifecycle events (init, split, destroy, abort) pass the same chains with
  * an action in place of the engine. Nothing here locks, allocates, makes a
@@ -25,6 +30,7 @@
 #include "core/door.h"
 #include "base/log.h"
 #include "core/work.h"
+#include "recorder/recorder.h"
 
 static _Atomic uint64_t g_op_id;
 
@@ -92,6 +98,7 @@ void cc__op_started_at(cc__op_t *op, uint64_t t_ns)
     int expect = CC__OP_SCHEDULED;
     if (!atomic_compare_exchange_strong(&op->state, &expect, CC__OP_STARTED)) return;
     op->info.t_start_ns = t_ns ? t_ns : cc__stamp_ns();
+    cc__recorder_start(&op->info, op->rec_id);
     cc__hooks_run_op(CC__HOOK_START, &op->comm->hooks, &op->info, &op->tokens);
 }
 
@@ -140,6 +147,7 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
     atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
     atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
     atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
+    cc__recorder_post(&op->info, op->rec_id);
     cc__hooks_run_op(CC__HOOK_POST, &comm->hooks, &op->info, &op->tokens);
     if (is_fatal(status) && status != CC_ERR_ABORTED)
         cc__comm_fail(comm, status, op, cc_status_str(status));
@@ -151,6 +159,7 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status)
     op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
     atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
+    cc__recorder_post(&op->info, op->rec_id);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     wake_waiters(op);
 }
@@ -162,6 +171,7 @@ static cc_status_t end_early(cc__op_t *op, cc_status_t status)
     op->info.t_end_ns = cc__stamp_ns();
     op->info.status = status;
     atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
+    cc__recorder_post(&op->info, op->rec_id);
     cc__hooks_run_op(CC__HOOK_POST, &op->comm->hooks, &op->info, &op->tokens);
     return status;
 }
@@ -185,6 +195,7 @@ cc_status_t cc__door_admit(cc__op_t *op, const cc_op_opts_t *opts)
     /* Saturates: a timeout too large for the clock (INT64_MAX ms) means no deadline. */
     op->deadline_ns = cc__deadline_from(op->info.t_enqueue_ns, op->info.timeout_ms);
     atomic_store_explicit(&op->state, CC__OP_SCHEDULED, memory_order_relaxed);
+    cc__recorder_pre(&op->info, &op->rec_id);
     cc_status_t st = cc__hooks_run_pre(&op->comm->hooks, &op->info, &op->tokens);
     if (st != CC_OK) {
         cc_log_info(CC_SUBSYS_HOOKS, "%s (op %llu) vetoed by a pre hook: %s",
@@ -254,6 +265,7 @@ cc_status_t cc__door_lifecycle(cc_comm_t *comm, cc_op_type_t type, uint64_t pare
     assign_identity(&op);
     op.info.t_enqueue_ns = cc__stamp_ns();
     atomic_store(&op.state, CC__OP_SCHEDULED);
+    cc__recorder_pre(&op.info, &op.rec_id);
     cc_status_t st = cc__hooks_run_pre(&comm->hooks, &op.info, &op.tokens);
     if (st != CC_OK) return end_early(&op, st);
     cc__op_started(&op);

@@ -145,7 +145,7 @@ static uint32_t svc_log_mask(void)
 
 static uint64_t svc_recorder_id(const cc__op_t *op)
 {
-    return cc__recorder_id(&op->tokens);
+    return op->rec_id;
 }
 
 static const cc_core_t g_core = {

@@ -3,7 +3,8 @@
  *
  * The public view handed to hooks is `info`; a hook sees nothing else of
  * the op. What a subscriber keeps per op is its token, in `tokens` (the
- * hook layer's, see hooks/chain.h): the core knows no subscriber. Engines
+ * hook layer's, see hooks/chain.h); the flight recorder, which the door
+ * calls itself, keeps its record id in `rec_id`. Engines
  * read the arguments and report transitions with cc__op_started() and
  * cc__op_finished().
  */
@@ -50,6 +51,8 @@ typedef struct cc__op {
 
     /* The subscribers' tokens: written by the PRE chain, read by START, POST and WAIT. */
     cc__hook_tokens_t tokens;
+    /* The flight recorder's record id (cc__recorder_pre), 0 = not recorded. */
+    uint64_t rec_id;
 
     /* Engine scratch. */
     void *engine_data[4];

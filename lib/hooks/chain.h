@@ -127,8 +127,8 @@ void cc__hooks_run_op_any(int kind, const cc__chain_set_t *local, const cc_op_in
                           const cc__hook_tokens_t *tok);
 
 /* The token subscriber `handle` set in the op's PRE, or NULL when it did not
- * see that PRE. For a subscriber's own use off its callbacks (the recorder's
- * id for an op's GPU times). */
+ * see that PRE: a token read back off the subscriber's callbacks (the tests
+ * check the slots with it). */
 static inline void *cc__hook_token(const cc__hook_tokens_t *tok, cc_hook_handle_t handle, int slot)
 {
     return slot >= 0 && slot < CC_HOOK_SUBSCRIBERS && handle && tok->owner[slot] == handle

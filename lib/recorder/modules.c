@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "recorder/modules.h"
 
-#define SKIP_FRAMES 2 /* cc__fr_stack_capture and the PRE subscriber */
+#define SKIP_FRAMES 2 /* cc__fr_stack_capture and the recorder's PRE (cc__recorder_do_pre) */
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -122,7 +122,7 @@ __attribute__((noinline)) unsigned cc__fr_stack_capture(uint64_t *frames, unsign
     void *pc[CC__FR_MAX_FRAMES + SKIP_FRAMES + 2];
     if (depth > CC__FR_MAX_FRAMES) depth = CC__FR_MAX_FRAMES;
     int n = backtrace(pc, (int)depth + SKIP_FRAMES + 2);
-    /* Start after the subscriber's frame, found near its return address (a
+    /* Start after the caller's frame, found near its return address (a
      * sanitizer's backtrace interceptor adds a frame and may report pc - 1). */
     int first = SKIP_FRAMES;
     uintptr_t caller = (uintptr_t)__builtin_return_address(0);

@@ -1,12 +1,16 @@
 /*
- * recorder.c - the flight recorder as a subscriber on the hook chains.
+ * recorder.c - the flight recorder: the door's direct calls and its abort hook.
  *
- * cc__recorder_open creates this process's ring file and adds the PRE,
- * START, POST and ABORT subscribers for all communicators. The subscribers
- * turn an op's passage into entry transitions (ring.c) and keep the comm
- * table's pg_status counters (comms.c). The op path takes no lock, makes no
- * syscall and allocates nothing: the thread id is cached per thread, the
- * comm's table slot comes from a lock-free map, times come from the op.
+ * cc__recorder_open creates this process's ring file. The op door calls
+ * cc__recorder_pre, _start and _post itself at each transition, before the
+ * hook chains (the recorder is the one built-in the door knows: a chain walk
+ * per transition cost more than the whole record, docs/performance.md), and
+ * keeps the record id in the op. Aborts reach the recorder through the abort
+ * chain, as a plain hook. The calls turn an op's passage into entry
+ * transitions (ring.c) and keep the comm table's pg_status counters
+ * (comms.c). The op path takes no lock, makes no syscall and allocates
+ * nothing: the thread id is cached per thread, the comm's table slot comes
+ * from a lock-free map, times come from the op.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,17 +35,16 @@
 
 #define DEFAULT_FRAMES 16 /* frames per entry with CCOMM_RECORDER_STACK=1 */
 
-static cc__fr_ring_t *g_ring; /* NULL = off; read with acquire on the op path */
+cc__fr_ring_t *cc__fr_open_ring; /* NULL = off; read with acquire on the op path */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
-/* The subscription: its handle and token slot, read by cc__recorder_id on any thread. */
+/* The abort hook's handle (the ops come through the door's direct calls). */
 static cc_hook_handle_t g_sub;
-static int g_slot = -1;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t t_tid CC__TLS_HOT; /* this thread's kernel id, 0 = not asked yet */
 
 static inline cc__fr_ring_t *ring(void)
 {
-    return __atomic_load_n(&g_ring, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&cc__fr_open_ring, __ATOMIC_ACQUIRE);
 }
 
 static inline uint32_t my_tid(void)
@@ -90,20 +93,10 @@ static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
     return slot;
 }
 
-/* The token is the entry's record id: a number, never a pointer to free. */
-_Static_assert(sizeof(void *) >= sizeof(uint64_t), "a record id must fit in a hook token");
-
-static inline uint64_t rec_of(void *token)
-{
-    return (uint64_t)(uintptr_t)token;
-}
-
-cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user, void **token)
+void cc__recorder_do_pre(const cc_op_info_t *info, uint64_t *rec)
 {
     cc__fr_ring_t *r = ring();
-    /* Cleared first: START and POST must not act on a stale id. */
-    *token = NULL;
-    if (!r) return CC_OK;
+    if (!r) return;
     int slot = cc__fr_comm_find(info->comm_id);
     /* COMM_INIT re-registers: a comm id may come back after its destroy. */
     if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
@@ -111,28 +104,23 @@ cc_status_t cc__recorder_on_pre(const cc_op_info_t *info, void *user, void **tok
     uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
     uint64_t frames[CC__FR_MAX_FRAMES];
     unsigned nframes = r->stack_depth ? cc__fr_stack_capture(frames, r->stack_depth) : 0;
-    *token = (void *)(uintptr_t)cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
+    *rec = cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
     if (is_coll(info->type) && info->coll_seq)
         cc__fr_comm_enqueued(r, slot, info->coll_seq);
-    (void)user;
-    return CC_OK;
 }
 
-void cc__recorder_on_start(const cc_op_info_t *info, void *user, void *token)
+void cc__recorder_do_start(const cc_op_info_t *info, uint64_t rid)
 {
-    uint64_t rid = rec_of(token);
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
     int slot = cc__fr_ring_start(r, rid, info->t_start_ns ? info->t_start_ns : cc__now_ns(),
                                  my_tid(), info->algorithm, info->transport);
     if (slot >= 0 && is_coll(info->type) && info->coll_seq)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
-    (void)user;
 }
 
-void cc__recorder_on_post(const cc_op_info_t *info, void *user, void *token)
+void cc__recorder_do_post(const cc_op_info_t *info, uint64_t rid)
 {
-    uint64_t rid = rec_of(token);
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
     /* t_start again: an op that never reported START still gets its time. */
@@ -145,13 +133,6 @@ void cc__recorder_on_post(const cc_op_info_t *info, void *user, void *token)
     if (info->type == CC_OP_COMM_INIT && info->status == CC_OK) add_comm_of(r, info);
     if (info->type == CC_OP_COMM_DESTROY)
         cc__fr_comm_mark(r, cc__fr_comm_find(info->comm_id), CC__FR_CF_DESTROYED, 0);
-    (void)user;
-}
-
-uint64_t cc__recorder_id(const cc__hook_tokens_t *tokens)
-{
-    cc_hook_handle_t h = __atomic_load_n(&g_sub, __ATOMIC_ACQUIRE);
-    return h ? rec_of(cc__hook_token(tokens, h, __atomic_load_n(&g_slot, __ATOMIC_RELAXED))) : 0;
 }
 
 void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
@@ -197,7 +178,7 @@ static void after_fork_child(void)
      * record. Locks a parent thread held are re-made. */
     t_tid = 0;
     pthread_mutex_init(&g_lock, NULL);
-    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_ring_t *r = __atomic_exchange_n(&cc__fr_open_ring, NULL, __ATOMIC_ACQ_REL);
     cc__fr_ring_detach(r);
     cc__fr_comm_after_fork();
     cc__fr_modules_after_fork();
@@ -256,30 +237,25 @@ void cc__recorder_ring_release(void)
     pthread_mutex_unlock(&g_lock);
 }
 
-/* The handle is kept to remove exactly our subscription (a user's hooks stay). */
+/* The handle is kept to remove exactly our hook (a user's hooks stay). */
 static void unsubscribe(void)
 {
     cc_hook_handle_t h = __atomic_exchange_n(&g_sub, 0, __ATOMIC_ACQ_REL);
     if (h) cc_hook_remove(h);
-    __atomic_store_n(&g_slot, -1, __ATOMIC_RELAXED);
 }
 
-/* Subscribe for all comms, once per process: one registration, the record id as token. */
+/* The abort hook for all comms, once per process (signal-safe: it runs in the fatal-signal
+ * handler too). */
 static cc_status_t subscribe(void)
 {
     if (__atomic_load_n(&g_sub, __ATOMIC_RELAXED)) return CC_OK;
-    static const cc_subscriber_t sub = {.pre = cc__recorder_on_pre,
-                                        .start = cc__recorder_on_start,
-                                        .post = cc__recorder_on_post,
-                                        .abort = cc__recorder_on_abort};
     cc_hook_handle_t h = 0;
-    cc_status_t st = cc_hook_add_subscriber(NULL, &sub, NULL, CC_HOOK_SIGNAL_SAFE, &h);
+    cc_status_t st = cc_hook_add_abort(NULL, cc__recorder_on_abort, NULL, CC_HOOK_SIGNAL_SAFE, &h);
     if (st != CC_OK) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot subscribe: %s", cc_status_str(st));
+        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot add its abort hook: %s",
+                     cc_status_str(st));
         return st;
     }
-    /* Slot before handle (release): a reader that sees the handle sees its slot. */
-    __atomic_store_n(&g_slot, cc__hook_slot(h), __ATOMIC_RELAXED);
     __atomic_store_n(&g_sub, h, __ATOMIC_RELEASE);
     return CC_OK;
 }
@@ -325,7 +301,7 @@ static cc_status_t create_locked(int rank, int world_size, const char *job_id)
     CC_CHECK(cc__fr_ring_create(path, &p, &r));
     cc__fr_modules_scan(r);
     if (p.stack_depth) cc__fr_stack_prepare();
-    __atomic_store_n(&g_ring, r, __ATOMIC_RELEASE);
+    __atomic_store_n(&cc__fr_open_ring, r, __ATOMIC_RELEASE);
     cc_log_info(CC_SUBSYS_RECORDER, "recorder: ring %s, %u entries of %u bytes", path, r->capacity,
                 r->entry_size);
     return CC_OK;
@@ -359,7 +335,7 @@ cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id
     } else {
         st = create_locked(world_rank, world_size, job_id);
         if (st == CC_OK) st = subscribe();
-        if (st != CC_OK) cc__fr_ring_destroy(__atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL));
+        if (st != CC_OK) cc__fr_ring_destroy(__atomic_exchange_n(&cc__fr_open_ring, NULL, __ATOMIC_ACQ_REL));
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -368,9 +344,10 @@ cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id
 void cc__recorder_close(void)
 {
     pthread_mutex_lock(&g_lock);
-    /* When cc_hook_remove returns the subscribers are not running. */
+    /* When cc_hook_remove returns the abort hook is not running; the door's calls must not
+     * run either (the caller's contract, recorder.h). */
     unsubscribe();
-    cc__fr_ring_t *r = __atomic_exchange_n(&g_ring, NULL, __ATOMIC_ACQ_REL);
+    cc__fr_ring_t *r = __atomic_exchange_n(&cc__fr_open_ring, NULL, __ATOMIC_ACQ_REL);
     cc__fr_comm_reset();
     cc__fr_ring_destroy(r);
     pthread_mutex_unlock(&g_lock);

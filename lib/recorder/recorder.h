@@ -3,8 +3,9 @@
  *
  * One ring per process in a file-backed shared mapping
  * ($CCOMM_RECORDER_DIR/<job id>/rank<r>.<pid>.ccfr), so the record survives
- * the process. The recorder is a subscriber on the hook chains (registered
- * for all communicators by cc__recorder_open); the core calls only these.
+ * the process. The op door calls cc__recorder_pre, _start and _post itself,
+ * before the hook chains; aborts come through the abort chain, where
+ * cc__recorder_open adds the recorder's hook. The core calls only these.
  * Format: docs/recorder-format.md.
  */
 #ifndef CC_RECORDER_RECORDER_H
@@ -15,14 +16,13 @@
 
 #include "ccomm/hooks.h"
 #include "ccomm/status.h"
-#include "hooks/chain.h"
 
 /*
- * Create the ring file and subscribe to every comm's chains. Called once
+ * Create the ring file and add the abort hook for every comm. Called once
  * per process by the core when the first (world) communicator exists,
  * before its COMM_INIT passes the door (a comm first seen later is still
- * registered, by its first op). It subscribes through the public hook API
- * (cc_hook_add_subscriber) like any user; its per-op state is its token.
+ * registered, by its first op). The abort hook goes through the public
+ * hook API (cc_hook_add_abort) like any user's.
  * capacity 0 (CCOMM_RECORDER_ENTRIES=0) turns the recorder off: CC_OK, nothing made.
  * A failure to create the file is logged and returns an error; the core
  * goes on without a recorder. A second open while open: CC_ERR_INVALID_USAGE.
@@ -30,9 +30,10 @@
  */
 cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id);
 
-/* Unsubscribe and unmap; the file stays on disk. In tests; not needed at
- * exit (an atexit handler marks the ring "exited normally"). Not while ops
- * of this process run outside the hook chains (direct subscriber calls). */
+/* Remove the abort hook and unmap; the file stays on disk. In tests; not
+ * needed at exit (an atexit handler marks the ring "exited normally"). Not
+ * while ops of this process run: the door's calls take no read-side
+ * section (the core never closes the recorder). */
 void cc__recorder_close(void);
 
 /* Write the PyTorch-compatible JSON dump to `path` (replaced atomically:
@@ -51,29 +52,48 @@ void cc__recorder_mark_signal(int signo);
 const char *cc__recorder_path(void);
 
 /*
- * The callbacks of the subscriber cc__recorder_open adds for every comm
- * (exposed for tests and the benchmark, which call them directly). Each
- * returns at once when the recorder is off. on_pre sets *token to the op's
- * record id (NULL = not recorded); on_start and on_post take it back. No lock, allocation, syscall or formatting, except the first op
- * of a comm the recorder has not seen (registers it) and the first op of a
- * thread (caches its id). on_abort is async-signal-safe.
+ * The op door's calls, at each transition of an op, before the hook chains
+ * (and the tests' and the benchmark's). Each returns at once when the
+ * recorder is off. pre sets *rec to the op's record id (0 = not recorded);
+ * start and post take it back, and ignore 0. The door keeps the id in the
+ * op (cc__op_t.rec_id); the CUDA plugin hands it to cc__recorder_gpu. No
+ * lock, allocation, syscall or formatting, except the first op of a comm
+ * the recorder has not seen (registers it) and the first op of a thread
+ * (caches its id).
  */
-cc_status_t cc__recorder_on_pre(const cc_op_info_t *op, void *user, void **token);
-void cc__recorder_on_start(const cc_op_info_t *op, void *user, void *token);
-void cc__recorder_on_post(const cc_op_info_t *op, void *user, void *token);
+/* Never inlined (LTO would): the door's functions would save six registers for them on
+ * every op, the recorder on or off. */
+__attribute__((noinline)) void cc__recorder_do_pre(const cc_op_info_t *op, uint64_t *rec);
+__attribute__((noinline)) void cc__recorder_do_start(const cc_op_info_t *op, uint64_t rec);
+__attribute__((noinline)) void cc__recorder_do_post(const cc_op_info_t *op, uint64_t rec);
+
+/* The open ring (NULL = off), for the tests below; recorder.c owns it. */
+extern struct cc__fr_ring *cc__fr_open_ring;
+
+/* The tests are inline: the out-of-line calls save six registers before they could look
+ * (18 instructions a call with the recorder off, bench/obs_instr.sh). */
+static inline void cc__recorder_pre(const cc_op_info_t *op, uint64_t *rec)
+{
+    /* Cleared first: START and POST must not act on a stale id. */
+    *rec = 0;
+    if (__atomic_load_n(&cc__fr_open_ring, __ATOMIC_RELAXED)) cc__recorder_do_pre(op, rec);
+}
+
+static inline void cc__recorder_start(const cc_op_info_t *op, uint64_t rec)
+{
+    if (rec) cc__recorder_do_start(op, rec);
+}
+
+static inline void cc__recorder_post(const cc_op_info_t *op, uint64_t rec)
+{
+    if (rec) cc__recorder_do_post(op, rec);
+}
+/* The abort hook cc__recorder_open adds for every comm; async-signal-safe. */
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);
 
 /*
- * The record id of an op from its token record (the op's `tokens`): what the
- * recorder's subscription set in that op's PRE, 0 when it did not record it
- * (off, or subscribed after the op's PRE). For cc__recorder_gpu's callers.
- * Two loads and a compare; any thread.
- */
-uint64_t cc__recorder_id(const cc__hook_tokens_t *tokens);
-
-/*
  * The true GPU times (monotonic ns) of the kernels of the op recorded as
- * `rec_id` (cc__recorder_id), and what ran them (NCCL's algorithm/protocol, or "cupti"), from
+ * `rec_id` (cc__recorder_pre's id), and what ran them (NCCL's algorithm/protocol, or "cupti"), from
  * the CUDA plugin once CUPTI or NCCL's profiler reported them, possibly
  * after the op's POST. Dropped if the slot was reused. No lock, allocation
  * or syscall. Any thread.
@@ -82,7 +102,7 @@ void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
                       const char *detail);
 
 /*
- * Register a communicator in the ring's table (the PRE subscriber does it
+ * Register a communicator in the ring's table (the recorder's PRE does it
  * for COMM_INIT and for the first op of a comm it has not seen; the core may
  * call it earlier). world_ranks: `size` world ranks, or NULL when unknown.
  * Returns the table slot, or -1 (recorder off, table full).

@@ -101,21 +101,19 @@ static inline void rec_op(cc__op_t *op, cc_op_type_t type, uint64_t comm_id, uin
     i->engine = "native";
 }
 
-/* Where a test keeps the recorder's token of an op it runs through the
- * subscriber's callbacks directly: the op's first token slot, as the chain
- * runner would (the recorder subscribed through the chains is tested apart). */
-#define REC_TOK(op) ((op)->tokens.token[0])
-#define REC_ID(op)  ((uint64_t)(uintptr_t)REC_TOK(op))
+/* Where a test keeps the record id of an op it runs through the recorder's
+ * calls directly: the op's rec_id, as the door does. */
+#define REC_ID(op) ((op)->rec_id)
 
 /* PRE, START and POST with `status`. */
 static inline void rec_run(cc__op_t *op, cc_status_t status)
 {
-    cc__recorder_on_pre(&op->info, NULL, &REC_TOK(op));
+    cc__recorder_pre(&op->info, &REC_ID(op));
     op->info.algorithm = "ring";
     op->info.transport = "shm";
-    cc__recorder_on_start(&op->info, NULL, REC_TOK(op));
+    cc__recorder_start(&op->info, REC_ID(op));
     op->info.status = status;
-    cc__recorder_on_post(&op->info, NULL, REC_TOK(op));
+    cc__recorder_post(&op->info, REC_ID(op));
 }
 
 /* A snapshot of the open ring (asserting success). */

@@ -25,13 +25,13 @@ static inline void stress_op(cc__op_t *op, int t, uint64_t i)
 static inline void stress_run(cc__op_t *op)
 {
     uint64_t id = op->info.op_id;
-    cc__recorder_on_pre(&op->info, NULL, &REC_TOK(op));
+    cc__recorder_pre(&op->info, &REC_ID(op));
     op->info.t_start_ns = id + 12;
     op->info.algorithm = st_algos[id % 4];
-    cc__recorder_on_start(&op->info, NULL, REC_TOK(op));
+    cc__recorder_start(&op->info, REC_ID(op));
     op->info.t_end_ns = id + 13;
     op->info.status = st_status[id % 3];
-    cc__recorder_on_post(&op->info, NULL, REC_TOK(op));
+    cc__recorder_post(&op->info, REC_ID(op));
 }
 
 /* NULL if `e` is one consistent state of its op, else what is wrong. */

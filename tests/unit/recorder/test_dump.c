@@ -35,14 +35,14 @@ static json_t *load(const char *path)
 /* An op issued by a named function, so frames can be checked. */
 static __attribute__((noinline)) void issue_op(cc__op_t *op, cc_status_t status, int steps)
 {
-    cc__recorder_on_pre(&op->info, NULL, &REC_TOK(op));
+    cc__recorder_pre(&op->info, &REC_ID(op));
     if (steps < 2) return;
     op->info.algorithm = "ring";
     op->info.transport = "shm";
-    cc__recorder_on_start(&op->info, NULL, REC_TOK(op));
+    cc__recorder_start(&op->info, REC_ID(op));
     if (steps < 3) return;
     op->info.status = status;
-    cc__recorder_on_post(&op->info, NULL, REC_TOK(op));
+    cc__recorder_post(&op->info, REC_ID(op));
 }
 
 static void record_mix(void)

@@ -40,11 +40,11 @@ static void test_states(void **state)
     rec_op(&d, CC_OP_SEND, 7, 4, 1);
     rec_run(&d, CC_ERR_PEER_LOST);
     rec_op(&e, CC_OP_BROADCAST, 7, 5, 4);
-    cc__recorder_on_pre(&e.info, NULL, &REC_TOK(&e));
+    cc__recorder_pre(&e.info, &REC_ID(&e));
     assert_int_not_equal(REC_ID(&e), 0);
     rec_op(&f, CC_OP_BARRIER, 7, 6, 5);
-    cc__recorder_on_pre(&f.info, NULL, &REC_TOK(&f));
-    cc__recorder_on_start(&f.info, NULL, REC_TOK(&f));
+    cc__recorder_pre(&f.info, &REC_ID(&f));
+    cc__recorder_start(&f.info, REC_ID(&f));
 
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->nentries, 6);
@@ -120,17 +120,17 @@ static void test_late_update_dropped(void **state)
     assert_int_equal(rec_open(4, 0), CC_OK);
     cc__op_t late, op;
     rec_op(&late, CC_OP_ALLREDUCE, 7, 100, 1);
-    cc__recorder_on_pre(&late.info, NULL, &REC_TOK(&late));
+    cc__recorder_pre(&late.info, &REC_ID(&late));
     assert_int_equal(REC_ID(&late), 1);
     /* Four more PREs: record 5 takes slot 0, the late op's slot. */
     for (uint64_t i = 2; i <= 5; i++) {
         rec_op(&op, CC_OP_ALLREDUCE, 7, 100 + i, i);
-        cc__recorder_on_pre(&op.info, NULL, &REC_TOK(&op));
+        cc__recorder_pre(&op.info, &REC_ID(&op));
     }
     late.info.algorithm = "late";
-    cc__recorder_on_start(&late.info, NULL, REC_TOK(&late));
+    cc__recorder_start(&late.info, REC_ID(&late));
     late.info.status = CC_ERR_TIMEOUT;
-    cc__recorder_on_post(&late.info, NULL, REC_TOK(&late));
+    cc__recorder_post(&late.info, REC_ID(&late));
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->hdr.dropped, 2);
     assert_null(find_op(s, 100));
@@ -154,17 +154,17 @@ static void test_abort_marks_unfinished(void **state)
     rec_op(&done, CC_OP_ALLREDUCE, 7, 1, 1);
     rec_run(&done, CC_OK);
     rec_op(&sched, CC_OP_ALLREDUCE, 7, 2, 2);
-    cc__recorder_on_pre(&sched.info, NULL, &REC_TOK(&sched));
+    cc__recorder_pre(&sched.info, &REC_ID(&sched));
     rec_op(&started, CC_OP_SEND, 7, 3, 1);
-    cc__recorder_on_pre(&started.info, NULL, &REC_TOK(&started));
-    cc__recorder_on_start(&started.info, NULL, REC_TOK(&started));
+    cc__recorder_pre(&started.info, &REC_ID(&started));
+    cc__recorder_start(&started.info, REC_ID(&started));
     rec_op(&other, CC_OP_ALLREDUCE, 8, 4, 1);
-    cc__recorder_on_pre(&other.info, NULL, &REC_TOK(&other));
+    cc__recorder_pre(&other.info, &REC_ID(&other));
     cc_abort_info_t ab = {NULL, 7, "world", 0, 2, CC_ERR_TIMEOUT, "op 2 timed out", NULL, 0};
     cc__recorder_on_abort(&ab, NULL);
     /* The core then fails the pending ops. */
     started.info.status = CC_ERR_ABORTED;
-    cc__recorder_on_post(&started.info, NULL, REC_TOK(&started));
+    cc__recorder_post(&started.info, REC_ID(&started));
 
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(find_op(s, 1)->flags & CC__FR_EF_ABORT_SEEN, 0);
@@ -511,9 +511,9 @@ static void test_recorder_off(void **state)
     assert_null(cc_recorder_ring_path());
     cc__op_t op;
     rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 1);
-    REC_TOK(&op) = (void *)(uintptr_t)42; /* a stale token must be cleared */
+    REC_ID(&op) = 42; /* a stale id must be cleared */
     rec_run(&op, CC_OK);
-    assert_null(REC_TOK(&op));
+    assert_int_equal(REC_ID(&op), 0);
     assert_int_equal(cc_recorder_dump(NULL), CC_ERR_INVALID_USAGE);
     cc__recorder_mark_signal(SIGSEGV); /* harmless when off */
     char sub[320];
@@ -522,11 +522,13 @@ static void test_recorder_off(void **state)
 }
 
 /*
- * The recorder as the door meets it: subscribed through the chains, its
- * record id is its token, in its own slot of the op (cc__recorder_id reads
- * it back, for the GPU times), and START and POST find the entry by it. A
- * plain PRE hook that vetoes after it still leaves the op recorded as
- * failed, not pending.
+ * The recorder as the door meets it: the door calls it at each transition,
+ * before the chains, so it is on none of the op chains (an op with no other
+ * hook runs no chain) and only on the abort chain. Its record id stays in
+ * the op (what the CUDA plugin hands to cc__recorder_gpu), and START and
+ * POST find the entry by it. A plain PRE hook that vetoes after it still
+ * leaves the op recorded as failed, not pending: the door ends a vetoed op
+ * through POST.
  */
 static cc_status_t veto_all(const cc_op_info_t *op, void *user)
 {
@@ -534,31 +536,36 @@ static cc_status_t veto_all(const cc_op_info_t *op, void *user)
     return CC_ERR_INVALID_USAGE;
 }
 
-static void test_subscribed_token(void **state)
+static void test_door_calls(void **state)
 {
     (void)state;
     assert_int_equal(rec_open(16, 0), CC_OK);
+    assert_false(cc__hooks_any(NULL, CC__HOOK_PRE));
+    assert_false(cc__hooks_any(NULL, CC__HOOK_START));
+    assert_false(cc__hooks_any(NULL, CC__HOOK_POST));
+    assert_true(cc__hooks_any(NULL, CC__HOOK_ABORT));
     assert_int_equal(cc__recorder_add_comm(7, 0, "world", 0, 2, world2), 0);
     cc__op_t op, vetoed;
     rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 1);
-    assert_int_equal(cc__hooks_run_pre(NULL, &op.info, &op.tokens), CC_OK);
-    uint64_t rid = cc__recorder_id(&op.tokens);
-    assert_int_equal(rid, 1);
+    cc__recorder_pre(&op.info, &op.rec_id);
+    assert_int_equal(op.rec_id, 1);
     op.info.algorithm = "ring";
-    cc__hooks_run_op(CC__HOOK_START, NULL, &op.info, &op.tokens);
+    cc__recorder_start(&op.info, op.rec_id);
     op.info.status = CC_OK;
-    cc__hooks_run_op(CC__HOOK_POST, NULL, &op.info, &op.tokens);
-    cc__recorder_gpu(rid, 100, 200, "cupti");
+    cc__recorder_post(&op.info, op.rec_id);
+    cc__recorder_gpu(op.rec_id, 100, 200, "cupti");
     cc_hook_handle_t hv;
     assert_int_equal(cc_hook_add_pre(NULL, veto_all, NULL, 0, &hv), CC_OK);
     rec_op(&vetoed, CC_OP_ALLREDUCE, 7, 2, 2);
+    cc__recorder_pre(&vetoed.info, &vetoed.rec_id);
     assert_int_equal(cc__hooks_run_pre(NULL, &vetoed.info, &vetoed.tokens), CC_ERR_INVALID_USAGE);
     vetoed.info.status = CC_ERR_INVALID_USAGE;
-    cc__hooks_run_op(CC__HOOK_POST, NULL, &vetoed.info, &vetoed.tokens);
+    cc__recorder_post(&vetoed.info, vetoed.rec_id);
     assert_int_equal(cc_hook_remove(hv), CC_OK);
-    /* An op record the recorder never saw (no PRE) has no id. */
-    cc__hook_tokens_t none = {0};
-    assert_int_equal(cc__recorder_id(&none), 0);
+    /* An op the recorder never saw (no PRE) has id 0, and its POST records nothing. */
+    cc__op_t unseen;
+    rec_op(&unseen, CC_OP_ALLREDUCE, 7, 3, 3);
+    cc__recorder_post(&unseen.info, unseen.rec_id);
     cc__fr_snapshot_t *s = rec_snapshot();
     assert_int_equal(s->nentries, 2);
     const cc__fr_entry_t *x = find_op(s, 1);
@@ -567,9 +574,10 @@ static void test_subscribed_token(void **state)
     assert_int_equal(x->gpu_start_ns, 100);
     assert_string_equal(x->gpu_kernel, "cupti");
     assert_int_equal(find_op(s, 2)->state, CC__FR_FAILED);
+    assert_null(find_op(s, 3));
     cc__fr_snapshot_free(s);
     cc__recorder_close();
-    assert_int_equal(cc__recorder_id(&op.tokens), 0); /* unsubscribed: no longer its token */
+    assert_false(cc__hooks_any(NULL, CC__HOOK_ABORT)); /* closed: its abort hook is gone */
 }
 
 static void test_bad_open(void **state)
@@ -601,7 +609,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_names_in_place, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_pre_op_packed, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
-        cmocka_unit_test_setup_teardown(test_subscribed_token, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_door_calls, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
