@@ -54,7 +54,7 @@ typedef struct cc_clog_config {
     unsigned events;          /* CC_CLOG_* mask */
     int rank;                 /* written in the header and replaces %r; -1 = unknown */
     uint32_t ring_records;    /* ring capacity in records of 128 bytes, a power of two
-                                 >= 2; 0 = 32768 (4 MiB) */
+                                 >= 2; 0 = 131072 (16 MiB) */
     int64_t flush_timeout_ms; /* bound of the drain on abort and close; 0 = 1000 */
 } cc_clog_config_t;
 

@@ -570,9 +570,12 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
     default:
         break; /* cannot happen: only the hooks make records */
     }
-    /* The record owned its text; the line (if any) has a copy. */
-    free(rec->text);
-    rec->text = NULL;
+    /* The record owned its text; the line (if any) has a copy. Op records have none: no
+     * call for them. */
+    if (rec->text) {
+        free(rec->text);
+        rec->text = NULL;
+    }
     return o.len;
 }
 

@@ -20,7 +20,10 @@
 #include "clog/clog_ring.h"
 
 #define CC__CLOG_MAGIC            0x636c6f67u /* "clog" */
-#define CC__CLOG_DEFAULT_RING     32768u      /* 4 MiB (128-byte slots): 32 ms of slack at 1 M records/s */
+/* 16 MiB (128-byte slots): 20 ms of slack at the 6.5 M records/s of two ranks' 8-byte
+ * allreduces on one host, more than the writer waits for a CPU when the ranks keep both
+ * busy (32768 dropped 13 % of them there, 65536 0.5 %: bench/obs_modes.sh, 2026-12-02). */
+#define CC__CLOG_DEFAULT_RING     131072u
 #define CC__CLOG_DEFAULT_FLUSH_MS 1000
 
 /* One attachment: the hooks registered for one comm (or for all: comm NULL). */

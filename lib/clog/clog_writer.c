@@ -6,8 +6,10 @@
  * writer polls instead, every 1 ms while records flow, backing off to
  * 10 ms when idle. Not more often: each wake-up is a context switch taken
  * from the ranks where they share the cores (100 µs cost 70-200 ns of CPU
- * per op in bench/obs_tax.sh); the ring (32768 records) holds 10 ms of
- * records at 3 M/s, so 1 ms drops nothing. Whoever wants the file current
+ * per op in bench/obs_tax.sh); the ring (131072 records) holds 40 ms of
+ * records at 3 M/s. Where the ranks keep every CPU busy, the woken writer
+ * may wait several ms for one (6 ms seen with `perf sched`), and the ring
+ * must cover that wait, not just the poll. Whoever wants the file current
  * (cc_clog_flush, the abort hook, close, exit) is off the op path: it posts
  * a flush target, signals the writer and waits, bounded, on the `progress`
  * condition for `written` to reach the target. `written` only moves after write(2) returned, so a
@@ -128,6 +130,19 @@ static void wait_us(cc_clog_t *c, unsigned us)
     pthread_cond_timedwait(&c->wake, &c->lock, &ts);
 }
 
+/* What the writer cost, once at the end (info): where the ranks share the CPUs, this CPU
+ * time comes out of theirs (docs/performance.md, "What clog costs"). */
+static void report_cpu(const cc_clog_t *c)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return;
+    double ns = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    uint64_t n = c->ring.head;
+    cc_log_info(CC_SUBSYS_CLOG,
+                "clog %s: the writer took %llu records in %.2f ms of CPU (%.0f ns a record)",
+                c->path, (unsigned long long)n, ns / 1e6, n ? ns / (double)n : 0.0);
+}
+
 static void *writer_main(void *arg)
 {
     cc_clog_t *c = arg;
@@ -150,6 +165,7 @@ static void *writer_main(void *arg)
     }
     pthread_mutex_unlock(&c->lock);
     writer_final(c);
+    report_cpu(c);
     pthread_mutex_lock(&c->lock);
     c->finished = 1;
     pthread_cond_broadcast(&c->progress);

@@ -11,6 +11,7 @@
 #include "ccomm/ccomm.h"
 #include "clog_test_util.h"
 #include "base/log.h"
+#include "../abi/stderr_capture.h"
 
 static cc_clog_t *open_in_tmp(const char *name, unsigned events)
 {
@@ -88,6 +89,43 @@ static void test_op_lines(void **state)
     assert_string_equal(l[6], "C1|E|op_id=7|seq=3|status=OK|dur=0.003250|+0.005250");
     assert_true(strip_offset(l[7]));
     assert_string_equal(l[7], "END|dropped=0");
+    lines_free(l);
+}
+
+/* At close the writer says, at info level, how many records it took and the CPU it used:
+ * the figure that bounds clog's cost where the ranks share the CPUs (docs/performance.md). */
+static void test_writer_cpu_line(void **state)
+{
+    (void)state;
+    int level = atomic_load(&cc__log_level);
+    atomic_store(&cc__log_level, CC_LOG_LEVEL_INFO);
+    cc_clog_t *c = open_in_tmp("cpu.log", CC_CLOG_ALL);
+    announce(c, 0x77ull, "world");
+    cc__op_t op = make_op(CC_OP_ALLREDUCE, 7, 3, 8);
+    cc__clog_on_pre(&op.info, c);
+    cc__clog_on_start(&op.info, c);
+    op.info.status = CC_OK;
+    cc__clog_on_post(&op.info, c);
+    /* Every record claimed so far: the comms' NEW records and the op's Q, S and E. */
+    uint64_t claimed = cc__clog_ring_claimed(&c->ring);
+    assert_true(claimed >= 4);
+    FILE *tmp;
+    int saved = capture_begin(&tmp);
+    int n;
+    char **l = close_and_read(c, &n);
+    char *err = capture_end(tmp, saved);
+    atomic_store(&cc__log_level, level);
+    char want[96];
+    snprintf(want, sizeof(want), "cpu.log: the writer took %llu records in ",
+             (unsigned long long)claimed);
+    const char *hit = strstr(err, want);
+    assert_non_null(hit);
+    double ms = -1, per = -1;
+    assert_int_equal(sscanf(strstr(hit, " in ") + 4, "%lf ms of CPU (%lf ns a record)", &ms, &per),
+                     2);
+    assert_true(ms >= 0 && per > 0);
+    assert_true(n > 4);
+    free(err);
     lines_free(l);
 }
 
@@ -526,6 +564,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_op_lines),
+        cmocka_unit_test(test_writer_cpu_line),
         cmocka_unit_test(test_other_ops),
         cmocka_unit_test(test_signature_numbering),
         cmocka_unit_test(test_comm_names),
