@@ -75,6 +75,14 @@ one() { # launch mode
     ns=$(awk '$1 == "obs_tax" && $NF != "WRONG" { print $3, $5, $7 }' "$out")
     [ -n "$ns" ] || { echo "obs_tax.sh: $m launch $l printed no time:" >&2; tail -5 "$out" >&2; exit 1; }
     echo "$l $m $ns" >>"$RES"
+    # clog's records of an "on" launch: written (event lines) and dropped (END's count).
+    if [ "$m" = on ]; then
+        for f in "$TMP"/clog."$l".*; do
+            [ -e "$f" ] || continue
+            echo "$(grep -c '^C[0-9]*|[QSEWA]|' "$f" || true)" \
+                "$(sed -n 's/^END|dropped=\([0-9]*\)|.*/\1/p' "$f" | tail -n 1 | grep . || echo 0)" >>"$TMP/clog.counts"
+        done
+    fi
     echo "# launch $l: $m median/min $ns ns/op (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 }
 
@@ -101,3 +109,8 @@ show("median round", 0)
 show("fastest round", 1)
 show("cpu of rank 0", 2)
 EOF
+awk '{ w += $1; d += $2 }
+     END { if (w + d == 0) exit
+           printf "clog: %d records written, %d dropped (%.1f %%)\n", w, d, 100 * d / (w + d)
+           if (d) print "obs_tax.sh: clog dropped records (its ring was full): \"on\" logged less than everything, and its tax is not clog'"'"'s full cost" }' \
+    "$TMP/clog.counts" 2>/dev/null || true

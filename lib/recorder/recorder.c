@@ -335,7 +335,8 @@ cc_status_t cc__recorder_open(int world_rank, int world_size, const char *job_id
     } else {
         st = create_locked(world_rank, world_size, job_id);
         if (st == CC_OK) st = subscribe();
-        if (st != CC_OK) cc__fr_ring_destroy(__atomic_exchange_n(&cc__fr_open_ring, NULL, __ATOMIC_ACQ_REL));
+        if (st != CC_OK)
+            cc__fr_ring_destroy(__atomic_exchange_n(&cc__fr_open_ring, NULL, __ATOMIC_ACQ_REL));
     }
     pthread_mutex_unlock(&g_lock);
     return st;
