@@ -70,21 +70,23 @@ __attribute__((noinline)) void cc__recorder_do_post(const cc_op_info_t *op, uint
 /* The open ring (NULL = off), for the tests below; recorder.c owns it. */
 extern struct cc__fr_ring *cc__fr_open_ring;
 
-/* The tests are inline: the out-of-line calls save six registers before they could look
- * (18 instructions a call with the recorder off, bench/obs_instr.sh). */
-static inline void cc__recorder_pre(const cc_op_info_t *op, uint64_t *rec)
+/* The tests are inline, in a -O0 build too (the stack capture skips a fixed number of frames:
+ * cc__fr_stack_capture and cc__recorder_do_pre). Out-of-line calls would save six registers
+ * before they could look (18 instructions a call with the recorder off, bench/obs_instr.sh). */
+#define CC__FR_INLINE static inline __attribute__((always_inline))
+CC__FR_INLINE void cc__recorder_pre(const cc_op_info_t *op, uint64_t *rec)
 {
     /* Cleared first: START and POST must not act on a stale id. */
     *rec = 0;
     if (__atomic_load_n(&cc__fr_open_ring, __ATOMIC_RELAXED)) cc__recorder_do_pre(op, rec);
 }
 
-static inline void cc__recorder_start(const cc_op_info_t *op, uint64_t rec)
+CC__FR_INLINE void cc__recorder_start(const cc_op_info_t *op, uint64_t rec)
 {
     if (rec) cc__recorder_do_start(op, rec);
 }
 
-static inline void cc__recorder_post(const cc_op_info_t *op, uint64_t rec)
+CC__FR_INLINE void cc__recorder_post(const cc_op_info_t *op, uint64_t rec)
 {
     if (rec) cc__recorder_do_post(op, rec);
 }

@@ -82,6 +82,8 @@ def normalize(line, shown, varies=()):
     line = re.sub(r"\d{4}-\d\d-\d\dT?[ ]?\d\d:\d\d:\d\d(\.\d+)?Z?", "TIME", line)
     line = re.sub(r"\b[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]*\b|\b[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]*\b",
                   lambda m: "H" if len(m.group(0)) >= 8 else m.group(0), line)
+    # A duration's unit follows its size (654 us in one run, 3.7 ms in the next).
+    line = re.sub(r"\b\d+(?:\.\d+)?\s?(?:ns|us|\u00b5s|ms|s)\b", "DUR", line)
     line = re.sub(r"\d+\.\d+", "F", line)  # durations, times
     line = re.sub(r"\d{3,}", "N", line)    # pids, ports, ids, timestamps; small counts stay
     return re.sub(r"\s+", " ", line).strip()  # columns padded to the width of a pid
