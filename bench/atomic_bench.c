@@ -2,7 +2,8 @@
  * atomic_bench.c - what the op path's atomic instructions cost on this
  * machine, uncontended (one thread, the line in its own cache): a plain
  * store, a release store, a relaxed fetch_add (lock xadd), a CAS (lock
- * cmpxchg), a seq_cst store (xchg) and a seq_cst fence. An op with the
+ * cmpxchg), a seq_cst store (xchg), a seq_cst fence, and the recorder's slot
+ * lock taken and released by a CAS or by a test-and-set of its bit 0 (lock bts). An op with the
  * recorder and clog on runs about sixteen locked instructions (docs/
  * performance.md, "the observability tax"); this says what each costs.
  * Measures, never asserts.
@@ -50,6 +51,32 @@ static void cas(void)
     }
 }
 
+/* The recorder's slot lock, taken and released: a CAS from even to odd, then a release store
+ * of the next even value. */
+static void lock_cas(void)
+{
+    atomic_store(&g_word, 0); /* even: free */
+    for (uint64_t i = 0; i < OPS; i++) {
+        uint64_t s = atomic_load_explicit(&g_word, memory_order_relaxed);
+        if (!(s & 1) && atomic_compare_exchange_strong_explicit(&g_word, &s, s + 1,
+                                                                memory_order_acquire,
+                                                                memory_order_relaxed))
+            atomic_store_explicit(&g_word, s + 2, memory_order_release);
+    }
+}
+
+/* The same lock with a test-and-set of bit 0 (lock bts) in place of the CAS. */
+static void lock_bts(void)
+{
+    atomic_store(&g_word, 0);
+    for (uint64_t i = 0; i < OPS; i++) {
+        /* Only bit 0 of the result is used: one lock bts, no CAS loop. */
+        if (atomic_fetch_or_explicit(&g_word, 1, memory_order_acquire) & 1) continue;
+        uint64_t s = atomic_load_explicit(&g_word, memory_order_relaxed);
+        atomic_store_explicit(&g_word, s + 1, memory_order_release);
+    }
+}
+
 static void seq_store(void)
 {
     for (uint64_t i = 0; i < OPS; i++)
@@ -73,7 +100,8 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } kinds[] = {{"store (relaxed)", plain},           {"store (release)", release},
                  {"fetch_add (lock xadd)", fetch_add}, {"CAS (lock cmpxchg)", cas},
-                 {"store (seq_cst: xchg)", seq_store}, {"store + seq_cst fence", fence}};
+                 {"store (seq_cst: xchg)", seq_store}, {"store + seq_cst fence", fence},
+                 {"slot lock, CAS + store", lock_cas}, {"slot lock, bts + store", lock_bts}};
     enum { K = sizeof(kinds) / sizeof(kinds[0]) };
     double *t = calloc((size_t)rounds * K, sizeof(double));
     if (!t) return 1;

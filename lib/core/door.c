@@ -241,7 +241,10 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
         return st;
     }
     cc__log_set_comm(comm->name);
-    atomic_fetch_add_explicit(&comm->ops_issued, 1, memory_order_relaxed);
+    /* Ops of a comm are issued one at a time (ccomm/comm.h): no locked add for the count. */
+    atomic_store_explicit(&comm->ops_issued,
+                          atomic_load_explicit(&comm->ops_issued, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     atomic_store_explicit(&comm->last_progress_ns, op->info.t_enqueue_ns, memory_order_relaxed);
     st = comm->engine->submit(comm->engine_state, op);
     if (!w) return st;
