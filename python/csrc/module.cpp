@@ -102,29 +102,10 @@ py::object record(const cc_op_info_t &i)
     return d;
 }
 
-/*
- * Python's exit. ccomm's threads (a group's completion thread runs the post hooks) must not
- * ask for the GIL once Python finalizes: the interpreter ends such a thread with
- * pthread_exit, or its state is gone (SIGSEGV, std::terminate; test torch_exit). An atexit
- * handler (ccomm/torch.py) closes the gate before finalization begins: it sets g_py_exiting,
- * then waits, with the GIL released, for the hooks that got in before to leave. A hook
- * announces itself (g_py_in) before it reads the flag; seq_cst orders the two sides.
- */
-std::atomic<bool> g_py_exiting{false};
-std::atomic<int> g_py_in{0};
-
-struct PyGate {
-    bool open = false;
-    PyGate()
-    {
-        g_py_in.fetch_add(1); /* announce first, then look: pythonExiting waits for us */
-        open = !g_py_exiting.load();
-    }
-    ~PyGate()
-    {
-        g_py_in.fetch_sub(1);
-    }
-};
+/* Python's exit: see PyGate (pg_ccomm.hpp). */
+using ccomm_torch::g_py_exiting;
+using ccomm_torch::g_py_in;
+using ccomm_torch::PyGate;
 
 void pythonExiting()
 {

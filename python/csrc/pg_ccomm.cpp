@@ -15,6 +15,9 @@
 namespace ccomm_torch
 {
 
+std::atomic<bool> g_py_exiting{false};
+std::atomic<int> g_py_in{0};
+
 /* A Future that may hold CUDA tensors must be made with their device (torch checks it). */
 static std::vector<c10::Device> futureDevices(int device)
 {
@@ -227,6 +230,15 @@ void ProcessGroupCcomm::completionLoop()
             queue_.pop_front();
         }
         cc_status_t st = cc_work_wait(w->cw, -1);
+        /* Held until the work's last reference here is gone (w.reset() below): ending the
+         * work runs Python hooks and may drop the last reference to a Python-made tensor. */
+        PyGate gate;
+        if (!gate.open) {
+            /* Python is exiting: the work, its tensors and its handle are left to the end of
+             * the process (dropping them could take the GIL of a finalizing interpreter). */
+            (void)w.release();
+            continue;
+        }
         int done = 0;
         cc_work_test(w->cw, &done);
         cc_op_info_t info;
@@ -252,6 +264,7 @@ void ProcessGroupCcomm::completionLoop()
             new std::vector<at::Tensor>(std::move(w->keep)); /* leaked on purpose */
         w->finish_fn = nullptr;
         w->complete(err);
+        w.reset(); /* possibly the last reference: inside the gate */
     }
 }
 

@@ -40,6 +40,7 @@
 #define CCOMM_TORCH_CUDA 0
 #endif
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -61,6 +62,35 @@ using PGBase = c10d::Backend;
 #else
 using PGBase = c10d::ProcessGroup;
 #endif
+
+/*
+ * Python's exit. ccomm's threads must not take the GIL once Python finalizes: the interpreter
+ * ends such a thread with pthread_exit, whose unwinding C++ cannot pass through a noexcept
+ * frame (std::terminate), or its state is gone (SIGSEGV; test torch_exit). The GIL is taken by
+ * a Python hook, and also by dropping the last reference to a tensor whose Python object its
+ * TensorImpl keeps (a tensor the script made, held by a Work). An atexit handler
+ * (ccomm/torch.py -> module.cpp's pythonExiting) closes the gate before finalization begins:
+ * it sets g_py_exiting, then waits, with the GIL released, for the threads that got in before
+ * to leave. A thread announces itself (g_py_in) before it reads the flag; seq_cst orders the
+ * two sides.
+ */
+extern std::atomic<bool> g_py_exiting;
+extern std::atomic<int> g_py_in;
+
+struct PyGate {
+    bool open = false;
+    PyGate()
+    {
+        g_py_in.fetch_add(1); /* announce first, then look: pythonExiting waits for us */
+        open = !g_py_exiting.load();
+    }
+    ~PyGate()
+    {
+        g_py_in.fetch_sub(1);
+    }
+    PyGate(const PyGate &) = delete;
+    PyGate &operator=(const PyGate &) = delete;
+};
 
 /* A hook on the op's record: pre hooks on the issuing thread, post hooks on the
  * completion thread once the op ended. */
