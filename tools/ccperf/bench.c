@@ -20,6 +20,16 @@ static void on_post(const cc_op_info_t *op, void *user)
     if (op->transport) g_transport = op->transport;
 }
 
+/* Add on_post to the comm (g_algo cleared): 0, or -1 with the reason printed. */
+static int algo_hook_add(const perf_ctx_t *x, cc_hook_handle_t *h)
+{
+    g_algo = NULL;
+    cc_status_t st = cc_hook_add_post(x->comm, on_post, NULL, 0, h);
+    if (st == CC_OK) return 0;
+    fprintf(stderr, "ccperf: rank %d: cannot add a post hook: %s\n", x->rank, cc_status_name(st));
+    return -1;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -117,29 +127,22 @@ static int measure(const perf_coll_t *c, perf_ctx_t *x, bufs_t *b, int inplace,
     /* The algorithm that ran is read off a post hook during the warm-up only: a hook in the
      * timed loop would add its chain walk to every op, which a program without hooks does
      * not pay (and Open MPI's benchmark does not either). With no warm-up it stays on. */
-    cc_hook_handle_t h = 0;
-    g_algo = NULL;
-    if (cc_hook_add_post(x->comm, on_post, NULL, 0, &h) != CC_OK) h = 0;
-    if (run_n(c, x, warmup, bytes)) {
-        if (h) cc_hook_remove(h);
-        return -1;
-    }
+    cc_hook_handle_t h;
+    if (algo_hook_add(x, &h)) return -1;
+    int failed = run_n(c, x, warmup, bytes);
     if (h && warmup > 0) {
         cc_hook_remove(h);
         h = 0;
     }
-    res->algo = g_algo;
-    if (cc_barrier(x->comm, NULL, NULL) != CC_OK) {
-        if (h) cc_hook_remove(h);
-        return -1;
+    double t = 0;
+    if (!failed) failed = cc_barrier(x->comm, NULL, NULL) != CC_OK;
+    if (!failed) {
+        double t0 = now_us();
+        failed = run_n(c, x, iters, bytes);
+        t = (now_us() - t0) / iters;
     }
-    double t0 = now_us();
-    int failed = run_n(c, x, iters, bytes);
-    double t = (now_us() - t0) / iters;
-    if (h) {
-        res->algo = g_algo;
-        cc_hook_remove(h);
-    }
+    if (h) cc_hook_remove(h);
+    res->algo = g_algo; /* the last op the hook saw: a warm-up call, or a timed one */
     if (failed) return -1;
     uint64_t wrong = 0, total = 0;
     if (o->check) {
@@ -223,14 +226,11 @@ int perf_run(const perf_opts_t *o, const perf_coll_t *c, cc_comm_t *comm)
         return 1;
     }
     /* One op first, so the header knows the transport. */
-    cc_status_t st = cc_hook_add_post(comm, on_post, NULL, 0, &h);
-    if (st != CC_OK) {
-        fprintf(stderr, "ccperf: rank %d: cannot add a post hook: %s\n", x.rank,
-                cc_status_name(st));
+    if (algo_hook_add(&x, &h)) {
         bufs_free(&b);
         return 1;
     }
-    st = cc_barrier(comm, NULL, NULL);
+    cc_status_t st = cc_barrier(comm, NULL, NULL);
     cc_hook_remove(h);
     if (st != CC_OK) {
         bufs_free(&b);
