@@ -23,6 +23,7 @@ struct cell {
 };
 
 static struct cell g_map[MAP_SIZE];
+uint64_t cc__fr_comm_gen = 1; /* a zeroed memo is never current */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_full_warned;
 
@@ -55,6 +56,7 @@ static void map_put(uint64_t comm_id, int slot)
         if (s1 && __atomic_load_n(&g_map[i].id, __ATOMIC_RELAXED) != comm_id) continue;
         __atomic_store_n(&g_map[i].id, comm_id, __ATOMIC_RELAXED);
         __atomic_store_n(&g_map[i].slot1, (uint32_t)slot + 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&cc__fr_comm_gen, 1, __ATOMIC_RELEASE);
         return;
     }
 }
@@ -176,6 +178,7 @@ void cc__fr_comm_reset(void)
         __atomic_store_n(&g_map[i].slot1, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&g_map[i].id, 0, __ATOMIC_RELAXED);
     }
+    __atomic_add_fetch(&cc__fr_comm_gen, 1, __ATOMIC_RELEASE);
     g_full_warned = 0;
     pthread_mutex_unlock(&g_lock);
 }

@@ -27,6 +27,29 @@ enum cc__fr_seq_kind { CC__FR_SEQ_ENQUEUED = 0, CC__FR_SEQ_STARTED, CC__FR_SEQ_C
 /* The table slot of comm_id, or -1. Lock-free; async-signal-safe. */
 int cc__fr_comm_find(uint64_t comm_id);
 
+/* Raised (release) after every change of the comm_id -> slot map: a slot found under one
+ * value stays right while the value stays. */
+extern uint64_t cc__fr_comm_gen;
+
+/* A thread's last comm_id -> slot answer, and the map's generation it was found under. */
+typedef struct cc__fr_comm_memo {
+    uint64_t comm_id;
+    uint64_t gen;
+    int slot;
+} cc__fr_comm_memo_t;
+
+/* cc__fr_comm_find through the caller's memo: the op path, where most ops are of the same
+ * comm as the one before (one load and two compares instead of a hash and a probe). */
+static inline int cc__fr_comm_find_memo(cc__fr_comm_memo_t *m, uint64_t comm_id)
+{
+    uint64_t gen = __atomic_load_n(&cc__fr_comm_gen, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(m->comm_id == comm_id && m->gen == gen, 1)) return m->slot;
+    m->slot = cc__fr_comm_find(comm_id);
+    m->comm_id = comm_id;
+    m->gen = gen;
+    return m->slot;
+}
+
 /*
  * Register a comm (or, when already there, record the world ranks that were
  * unknown). Off the op path: takes a mutex. Returns the slot, or -1 when the

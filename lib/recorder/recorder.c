@@ -41,6 +41,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* open, close */
 static cc_hook_handle_t g_sub;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t t_tid CC__TLS_HOT; /* this thread's kernel id, 0 = not asked yet */
+static __thread cc__fr_comm_memo_t t_comm CC__TLS_HOT; /* this thread's last op's comm slot */
 
 static inline cc__fr_ring_t *ring(void)
 {
@@ -97,7 +98,7 @@ void cc__recorder_do_pre(const cc_op_info_t *info, uint64_t *rec)
 {
     cc__fr_ring_t *r = ring();
     if (!r) return;
-    int slot = cc__fr_comm_find(info->comm_id);
+    int slot = cc__fr_comm_find_memo(&t_comm, info->comm_id);
     /* COMM_INIT re-registers: a comm id may come back after its destroy. */
     if (__builtin_expect(slot < 0 || info->type == CC_OP_COMM_INIT, 0)) slot = add_comm_of(r, info);
     /* The door stamps its ops; the clock is read only for direct callers. */

@@ -72,9 +72,10 @@ static inline uint64_t slot_index(const cc__fr_ring_t *r, uint64_t rid)
     return r->mask ? ((rid - 1) & r->mask) : ((rid - 1) % r->capacity);
 }
 
-static inline cc__fr_entry_t *slot_of(const cc__fr_ring_t *r, uint64_t rid)
+/* Each transition computes its slot's index once and finds the slot and its names there. */
+static inline cc__fr_entry_t *slot_at(const cc__fr_ring_t *r, uint64_t idx)
 {
-    return (cc__fr_entry_t *)(void *)(r->slots + slot_index(r, rid) * r->entry_size);
+    return (cc__fr_entry_t *)(void *)(r->slots + idx * r->entry_size);
 }
 
 /* Take e's seqlock: returns the even value it held, or 1 (odd: never a
@@ -222,10 +223,6 @@ static inline char *name_field(cc__fr_entry_t *e, int k, size_t *cap)
     }
 }
 
-static inline struct cc__fr_slot_names *names_of(const cc__fr_ring_t *r, uint64_t rid)
-{
-    return r->names + slot_index(r, rid);
-}
 
 /* A string field is rewritten whole (NUL padding included) so a shorter
  * name never leaves the tail of a longer one behind. */
@@ -278,10 +275,11 @@ static inline void pre_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int
         cut_name(e, nm, k);
 }
 
-/* The next op's slot, for writing: its lines arrive while this op runs. */
-static inline void prefetch_slot(const cc__fr_ring_t *r, uint64_t rid)
+/* The next op's slot (the one after index idx), for writing: its lines arrive while this op
+ * runs. */
+static inline void prefetch_next(const cc__fr_ring_t *r, uint64_t idx)
 {
-    const unsigned char *p = (const unsigned char *)slot_of(r, rid);
+    const unsigned char *p = (const unsigned char *)slot_at(r, idx + 1 < r->capacity ? idx + 1 : 0);
     for (size_t off = 0; off < CC__FR_ENTRY_BYTES; off += 64)
         __builtin_prefetch(p + off, 1, 3);
 }
@@ -293,14 +291,16 @@ static inline void prefetch_slot(const cc__fr_ring_t *r, uint64_t rid)
  * makes; relaxed, because the slot's seqlock, not the counter, orders the
  * entry's words.
  */
-static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *seq)
+static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *idx, uint64_t *seq)
 {
     for (int t = 0; t < CLAIM_TRIES; t++) {
         uint64_t id = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
-        cc__fr_entry_t *slot = slot_of(r, id);
+        uint64_t i = slot_index(r, id);
+        cc__fr_entry_t *slot = slot_at(r, i);
         uint64_t s = slot_lock(slot, SPINS_CLAIM);
         if (!(s & 1)) {
             *rid = id;
+            *idx = i;
             *seq = s;
             return slot;
         }
@@ -321,14 +321,14 @@ static inline void store_frames(cc__fr_entry_t *slot, const uint64_t *frames, un
 uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *frames)
 {
     if (e->nframes > r->stack_depth) e->nframes = (uint8_t)r->stack_depth;
-    uint64_t rid, s;
-    cc__fr_entry_t *slot = claim(r, &rid, &s);
+    uint64_t rid, idx, s;
+    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
     if (!slot) return 0;
     e->record_id = rid;
     /* Everything after seq, in one pass of word stores: every word is
      * rewritten, so nothing of the slot's previous op survives. */
     cc__fr_store_words((unsigned char *)slot + 8, (const unsigned char *)e + 8, sizeof(*e) - 8);
-    struct cc__fr_slot_names *nm = names_of(r, rid);
+    struct cc__fr_slot_names *nm = r->names + idx;
     /* The strings just stored came from no known pointer. */
     nm->p[0] = nm->p[1] = nm->p[2] = UNKNOWN_NAME;
     nm->cut = 0;
@@ -344,8 +344,8 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
     unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
     uint64_t w[CC__FR_FIXED_WORDS];
     pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf);
-    uint64_t rid, s;
-    cc__fr_entry_t *slot = claim(r, &rid, &s);
+    uint64_t rid, idx, s;
+    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
     if (!slot) return 0;
     w[1] = rid;
     uint64_t *d = (uint64_t *)(void *)slot;
@@ -354,7 +354,7 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
         st(d + i, w[i]);
     /* Every word of the slot is rewritten or known to be right: nothing of
      * its previous op is visible. */
-    struct cc__fr_slot_names *nm = names_of(r, rid);
+    struct cc__fr_slot_names *nm = r->names + idx;
     pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
     pre_name(slot, nm, NAME_TRANSPORT, info->transport);
     pre_name(slot, nm, NAME_ENGINE, info->engine);
@@ -364,7 +364,7 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
     __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
     store_frames(slot, frames, nf);
     slot_unlock(slot, s, 1);
-    prefetch_slot(r, rid + 1);
+    prefetch_next(r, idx);
     return rid;
 }
 
@@ -383,7 +383,8 @@ struct flags_word {
 static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, uint64_t rid,
                                                              const cc__fr_update_t *u)
 {
-    cc__fr_entry_t *e = slot_of(r, rid);
+    uint64_t idx = slot_index(r, rid);
+    cc__fr_entry_t *e = slot_at(r, idx);
     uint64_t s = slot_lock(e, SPINS_WRITE);
     if (s & 1) goto dropped;
     if (ld(&e->record_id) != rid) {
@@ -418,7 +419,7 @@ static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, u
         st(&e->flags, w);
     }
     /* POST repeats START's names: the same pointer is the same string, already stored. */
-    struct cc__fr_slot_names *nm = names_of(r, rid);
+    struct cc__fr_slot_names *nm = r->names + idx;
     if (u->algorithm) set_name(e, nm, NAME_ALGORITHM, u->algorithm);
     if (u->transport) set_name(e, nm, NAME_TRANSPORT, u->transport);
     /* Read under the lock: the caller moves this comm's pg_status. */
@@ -462,7 +463,7 @@ int cc__fr_ring_end(cc__fr_ring_t *r, uint64_t rid, int32_t status, uint64_t t_s
 int cc__fr_ring_gpu(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint64_t t_end_ns,
                     const char *detail)
 {
-    cc__fr_entry_t *e = slot_of(r, rid);
+    cc__fr_entry_t *e = slot_at(r, slot_index(r, rid));
     uint64_t s = slot_lock(e, SPINS_WRITE);
     if (s & 1) goto dropped;
     if (ld(&e->record_id) != rid) { /* reused after wrap-around: the times are stale */

@@ -227,6 +227,51 @@ static void test_lifecycle(void **state)
     cc__fr_snapshot_free(s);
 }
 
+/*
+ * PRE finds an op's comm table slot through a per-thread memo of the last comm. A comm id
+ * that comes back after its destroy gets a new record: its ops must carry the new slot, not
+ * the one the memo held. Ops of two comms alternate too, and a reopened recorder starts
+ * from an empty table.
+ */
+static void test_comm_memo(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    cc__op_t op;
+    rec_op(&op, CC_OP_COMM_INIT, 9, 1, 0);
+    rec_run(&op, CC_OK);
+    rec_op(&op, CC_OP_ALLREDUCE, 9, 2, 1);
+    rec_run(&op, CC_OK);
+    assert_int_equal(cc__recorder_add_comm(5, 0, "other", 0, 2, world2), 1);
+    rec_op(&op, CC_OP_ALLREDUCE, 5, 3, 1);
+    rec_run(&op, CC_OK);
+    rec_op(&op, CC_OP_ALLREDUCE, 9, 4, 2);
+    rec_run(&op, CC_OK);
+    rec_op(&op, CC_OP_COMM_DESTROY, 9, 5, 0);
+    rec_run(&op, CC_OK);
+    rec_op(&op, CC_OP_COMM_INIT, 9, 6, 0);
+    rec_run(&op, CC_OK);
+    rec_op(&op, CC_OP_ALLREDUCE, 9, 7, 1);
+    rec_run(&op, CC_OK);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    assert_int_equal(s->ncomms, 3);
+    assert_int_equal(find_op(s, 2)->comm_slot, 0);
+    assert_int_equal(find_op(s, 3)->comm_slot, 1);
+    assert_int_equal(find_op(s, 4)->comm_slot, 0);
+    assert_int_equal(find_op(s, 7)->comm_slot, 2); /* the new record, not the memo's 0 */
+    assert_int_equal(s->comms[2].last_completed, 1);
+    cc__fr_snapshot_free(s);
+    cc__recorder_close();
+    /* A new ring: comm 5 is unknown there until its first op registers it (slot 0). */
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    rec_op(&op, CC_OP_ALLREDUCE, 5, 8, 2);
+    rec_run(&op, CC_OK);
+    s = rec_snapshot();
+    assert_int_equal(s->ncomms, 1);
+    assert_int_equal(find_op(s, 8)->comm_slot, 0);
+    cc__fr_snapshot_free(s);
+}
+
 /* The kB of resident memory of the mapping that starts at `addr`, from
  * /proc/self/smaps, or -1 when it is not found. */
 static long smaps_rss_kb(const void *addr)
@@ -603,6 +648,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_marks_unfinished, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_fatal_signal_mark, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_lifecycle, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_comm_memo, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_tables_full, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_ring_prefaulted, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_names_cache, rec_setup, rec_teardown),
