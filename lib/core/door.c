@@ -122,11 +122,15 @@ static void release(cc__op_t *op, cc_status_t status)
 }
 
 /* After this exchange a blocking caller may return and free the op.
- * Only a waiter that announced it sleeps (done == 2) costs a syscall. */
+ * Only a waiter that announced it sleeps (done == 2) costs a syscall. An op its engine
+ * runs on the caller's thread has no waiter: a plain store (the exchange is a locked
+ * instruction, 2.5-9 ns by bench/atomic_bench). */
 static void wake_waiters(cc__op_t *op)
 {
     struct cc_work *work = op->work;
-    if (atomic_exchange_explicit(&op->done, 1, memory_order_acq_rel) == 2)
+    if (op->caller_runs)
+        atomic_store_explicit(&op->done, 1, memory_order_release);
+    else if (atomic_exchange_explicit(&op->done, 1, memory_order_acq_rel) == 2)
         futex_wake_all(&op->done);
     if (work) cc__work_unref(work);
 }

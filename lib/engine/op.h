@@ -59,6 +59,9 @@ typedef struct cc__op {
 
     /* Async completion: set by cc__op_finished, read by cc_work_*. */
     _Atomic uint32_t done;      /* futex word: 0 pending, 2 pending and a waiter sleeps, 1 done */
+    /* Set by an engine that runs this blocking op to its end on the caller's own thread, in
+     * its submit: nobody can wait on `done`, so the end stores it without a locked exchange. */
+    unsigned char caller_runs;
     struct cc_work *work;       /* NULL for blocking ops */
     struct cc__op *next;        /* engine queues */
 } cc__op_t;

@@ -143,6 +143,7 @@ static cc_status_t native_submit(void *state, cc__op_t *op)
 {
     cc__native_t *nc = state;
     if (!op->work && atomic_load(&nc->pending) == 0) {
+        op->caller_runs = 1; /* to its end, on this thread: no one waits on its done word */
         cc_status_t reason = (cc_status_t)atomic_load(&nc->abort_reason);
         cc_status_t st = reason != CC_OK ? reason : cc__native_run(nc, op);
         cc__op_finished(op, st);
