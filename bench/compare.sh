@@ -16,8 +16,9 @@
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
 # --out FILE (also write the markdown table there), --keep (keep raw results),
 # --budget BYTES (per size and placement, default 256M; 64M quarters a run),
-# --iters N and --warmup N (per size, default 1000 and 100; the 8-byte
-# allreduce row always runs 2000 after 5000),
+# --iters N and --warmup N (per size, default 1000 and 10000, the warm-up
+# capped by --budget as the iterations are; the 8-byte allreduce row always
+# runs 2000 after 5000),
 # --plot FILE.svg (also draw busbw against size, log-log, one panel per
 # collective and transport, ccomm and Open MPI per rank count, from the
 # same run's medians; needs gnuplot: apt-get install gnuplot-nox).
@@ -41,9 +42,16 @@ PLOT=""
 KEEP=0
 # Iterations per size, at most (--budget caps large sizes): small ops take well under a
 # microsecond, and 100 of them (the old default) were 50 us of work, which one timer tick or
-# a cold line shifted by 20-50 %; 1000 after 100 warm-up calls settle them.
+# a cold line shifted by 20-50 %; 1000 settle them.
+# Warm-up: what a running job sees, not a process's first milliseconds. ccperf and mpi_bench
+# both wait 30 ms after init (--settle: ccomm's op stamps read clock_gettime until the TSC
+# line is drawn, 20 ms after init), and 10000 calls of the first size cover the flight
+# recorder's first lap (4096 entries, its lines cold from memory). With 100 warm-up calls
+# (until 2026-12-03) the small cells timed that start: ccomm's 16-byte shm broadcast at
+# 2 ranks took 0.43 us with neither, 0.32 with the wait, 0.18 with both; Open MPI's
+# 0.17-0.18 either way (docs/performance.md, "Morning of 2026-12-03").
 ITERS=1000
-WARMUP=100
+WARMUP=10000
 BUDGET=256M # bytes per size: 64 MiB runs 5 iterations, 1 MiB 257, 256 KiB and smaller 1000
 
 while [ $# -gt 0 ]; do

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_size.h"
 
@@ -26,7 +27,8 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){NULL, {8, 64u << 20, 4.0, 20, 5, 0}};
+    /* The settle is ccperf's default: both programs start timing after the same wait. */
+    *o = (opts_t){NULL, {8, 64u << 20, 4.0, 20, 5, 0, 30}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
@@ -37,7 +39,7 @@ static int parse(int argc, char **argv, opts_t *o)
         if (!bench_sweep_option(&o->s, a, v)) return -1;
         i++;
     }
-    return o->coll && o->s.factor > 1 && o->s.iters > 0 ? 0 : -1;
+    return o->coll && o->s.factor > 1 && o->s.iters > 0 && o->s.settle_ms >= 0 ? 0 : -1;
 }
 
 /* Elements of the call (count), of the send and of the receive buffer, as ccperf shapes them. */
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) || shape(o.coll, 1, n, &count, &ns, &nr, &factor)) {
         if (!rank) fprintf(stderr, "usage: mpi_bench allreduce|broadcast|allgather|"
                                    "reduce_scatter|alltoall|sendrecv [-b N] [-e N] [-f F] [-n N] [-w N] "
-                                   "[--budget N]\n");
+                                   "[--budget N] [--settle MS]\n");
         MPI_Finalize();
         return 2;
     }
@@ -126,6 +128,11 @@ int main(int argc, char **argv)
     float *s = aligned_alloc(4096, most * sizeof(float)), *r = aligned_alloc(4096, most * sizeof(float));
     memset(s, 0, most * sizeof(float));
     memset(r, 0, most * sizeof(float));
+    if (o.s.settle_ms > 0) {
+        struct timespec ts = {o.s.settle_ms / 1000, (long)(o.s.settle_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     if (!rank) printf("# mpi_bench %s: %d ranks\n#  size  count  time_us  algbw  busbw\n", o.coll, n);
     int bad = 0;
     for (size_t size = o.s.min_bytes; size <= o.s.max_bytes; size = (size_t)(size * o.s.factor)) {

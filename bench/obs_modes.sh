@@ -15,8 +15,9 @@
 # run, all events). The recorder and its 4096 entries are on unless the
 # settings turn them off. Options before the modes: --launches N (9),
 # --ranks N (2), --rounds N (21), --ops N (5000 per round, after 10000 warm-up
-# calls; with fewer than ~40000 calls a run ends inside the TSC clock's 20 ms
-# calibration, lib/base/clock.c).
+# calls; obs_tax waits 30 ms after init first, so that every round is timed
+# with the TSC stamps of a running job, not the clock_gettime ones of the first
+# 20 ms, lib/base/clock.c).
 set -eu
 LAUNCHES=9 RANKS=2 ROUNDS=21 OPS=5000
 while [ $# -gt 0 ]; do

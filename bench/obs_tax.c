@@ -16,7 +16,11 @@
  * nothing waiting, CPU is the cost of the path, scheduling noise aside.
  * The warm-up (default 10000 calls) wraps the recorder's default ring (4096
  * slots) twice, so the timed rounds are its steady state; WARMUP 0 times the
- * first lap.
+ * first lap. Before it every rank waits 30 ms, as ccperf's --settle does: op
+ * stamps come from clock_gettime until the TSC line is drawn, 20 ms after init
+ * (lib/base/clock.c), and without the wait most rounds of a default run timed
+ * that start (1 rank, 2026-12-03: everything off 146 ns an op inside it, 102 ns
+ * after; the recorder 185 and 142).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +79,9 @@ int main(int argc, char **argv)
     float s[2] = {1, 2}, r[2];
     double *t = malloc(sizeof(double) * (size_t)rounds);
     if (!t) return 1;
+    struct timespec settle = {0, 30 * 1000000L};
+    nanosleep(&settle, NULL);
+    cc_barrier(c, NULL, NULL);
     for (long i = 0; i < warm; i++)
         if (cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL) != CC_OK) return 1;
     double c0 = cpu_ns(), w0 = now_ns();

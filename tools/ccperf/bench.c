@@ -3,6 +3,7 @@
  * time the calls between two barriers, check one call, and agree across
  * ranks on the time (-a) and the number of wrong values.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,14 @@ int perf_run(const perf_opts_t *o, const perf_coll_t *c, cc_comm_t *comm)
         fprintf(stderr, "ccperf: rank %d: cannot allocate %zu bytes x 3\n", x.rank, most);
         bufs_free(&b);
         return 1;
+    }
+    /* What a running job sees, not its first milliseconds: op stamps come from clock_gettime
+     * until the TSC line is drawn, 20 ms after init (lib/base/clock.c), three stamps an op. The
+     * barrier below is the first stamp after the wait, and draws it. */
+    if (o->settle_ms) {
+        struct timespec ts = {o->settle_ms / 1000, (long)(o->settle_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
     }
     /* One op first, so the header knows the transport. */
     if (algo_hook_add(&x, &h)) {

@@ -30,6 +30,7 @@ typedef struct perf_opts {
     double premul;           /* factor for premul_sum */
     const char *json;        /* -J */
     size_t budget;           /* --budget: iterations shrink so a size moves at most this */
+    int settle_ms;           /* --settle: sleep this long after init, before the first call */
     /* put only (docs/ccperf.md, "put"): */
     int put_flush;           /* --mode: 0 signal (put, signal, wait), 1 flush (put, flush) */
     int put_window;          /* --window: puts per timed call, before the one signal or flush */

@@ -36,6 +36,10 @@ static const char usage[] =
     "  -J,--json <file>                             also write the results as JSON\n"
     "  --budget <bytes>                             fewer iterations for large sizes: each size\n"
     "                                               runs min(-n, budget / size) (at least 1)\n"
+    "  --settle <ms>                                wait this long after init before the first\n"
+    "                                               call, default 30: ccomm's op time stamps read\n"
+    "                                               the TSC from 20 ms after init, and clock_gettime\n"
+    "                                               before (docs/ccperf.md)\n"
     "  put only:\n"
     "  --mode <signal/flush>                        puts then a signal and the wait for the\n"
     "                                               source's, or puts then a flush; default signal\n"
@@ -91,6 +95,7 @@ static int set_option(perf_opts_t *o, int c, const char *arg)
     case 'o': bad = cc_redop_parse(arg, &o->redop) != CC_OK; break;
     case 'J': o->json = arg; break;
     case 'B': bad = parse_size(arg, &o->budget); break;
+    case 'S': bad = parse_int(arg, 0, 60000, &o->settle_ms); break;
     case 'M':
         o->put_flush = !strcmp(arg, "flush");
         bad = !o->put_flush && strcmp(arg, "signal") != 0;
@@ -103,8 +108,8 @@ static int set_option(perf_opts_t *o, int c, const char *arg)
     default: return -1;
     }
     const char *name = c == 'M' ? "mode" : c == 'W' ? "window" : c == 'P' ? "origins" : NULL;
-    if (bad && name)
-        fprintf(stderr, "ccperf: bad value \"%s\" for --%s\n", arg, name);
+    if (bad && (name || c == 'S'))
+        fprintf(stderr, "ccperf: bad value \"%s\" for --%s\n", arg, name ? name : "settle");
     else if (bad)
         fprintf(stderr, "ccperf: bad value \"%s\" for -%c\n", arg, c);
     if (name) o->put_set = 1;
@@ -121,10 +126,11 @@ static int parse_args(int argc, char **argv, perf_opts_t *o)
         {"root", 1, 0, 'r'},      {"average", 1, 0, 'a'},      {"show_algo", 1, 0, 'A'},
         {"json", 1, 0, 'J'},      {"help", 0, 0, 'h'},         {"budget", 1, 0, 'B'},
         {"mode", 1, 0, 'M'},      {"window", 1, 0, 'W'},       {"origins", 1, 0, 'P'},
-        {0, 0, 0, 0}};
+        {"settle", 1, 0, 'S'},    {0, 0, 0, 0}};
     *o = (perf_opts_t){.min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
                        .step_factor = 1.0, .iters = 20, .warmup = 5, .check = 1, .average = 1,
-                       .dtype = CC_FLOAT32, .redop = CC_SUM, .premul = 2.0, .put_window = 1};
+                       .dtype = CC_FLOAT32, .redop = CC_SUM, .premul = 2.0, .put_window = 1,
+                       .settle_ms = 30};
     int c;
     while ((c = getopt_long(argc, argv, "+b:e:i:f:n:w:c:d:o:r:a:A:J:h", longs, NULL)) != -1) {
         if (c == 'h') {

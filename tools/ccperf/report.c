@@ -52,8 +52,8 @@ void perf_report_header(perf_report_t *r, cc_comm_t *comm)
         printf("%g(factor)", o->step_factor);
     else
         printf("%zu(bytes)", o->step_bytes);
-    printf(" warmup iters: %d iters: %d validation: %d average: %d", o->warmup, o->iters,
-           o->check, o->average);
+    printf(" warmup iters: %d iters: %d validation: %d average: %d settle: %d ms", o->warmup,
+           o->iters, o->check, o->average, o->settle_ms);
     if (!strcmp(r->c->name, "put"))
         printf(" mode: %s window: %d origins: %s", o->put_flush ? "flush" : "signal",
                o->put_window, o->put_one ? "one" : "ring");
@@ -122,13 +122,14 @@ static int write_json(perf_report_t *r, uint64_t wrong, double avg)
 {
     const perf_opts_t *o = r->o;
     json_t *doc = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:i, s:{s:I, s:I, s:f, s:I, s:i, s:i, s:i, s:i}, s:O, s:I, "
+        "{s:s, s:i, s:s, s:s, s:s, s:i, s:{s:I, s:I, s:f, s:I, s:i, s:i, s:i, s:i, s:i}, s:O, s:I, "
         "s:b, s:f}",
         "collective", r->c->name, "ranks", r->size, "transport", r->transport, "type",
         perf_dtype_label(o->dtype), "redop", redop_label(o->redop), "root", o->root, "options",
         "min_bytes", (json_int_t)o->min_bytes, "max_bytes", (json_int_t)o->max_bytes,
         "step_factor", o->step_factor, "step_bytes", (json_int_t)o->step_bytes, "iters", o->iters,
-        "warmup", o->warmup, "check", o->check, "average", o->average, "results", r->rows,
+        "warmup", o->warmup, "check", o->check, "average", o->average, "settle_ms", o->settle_ms,
+        "results", r->rows,
         "out_of_bounds", (json_int_t)wrong, "ok", wrong == 0, "avg_busbw", avg);
     if (doc && !strcmp(r->c->name, "put"))
         json_object_set_new(json_object_get(doc, "options"), "put",
