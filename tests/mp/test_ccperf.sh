@@ -31,6 +31,7 @@ d = json.load(open(sys.argv[1]))
 coll, n = sys.argv[2], int(sys.argv[3])
 assert d["collective"] == coll and d["ranks"] == n, (d["collective"], d["ranks"])
 assert d["ok"] is True and d["out_of_bounds"] == 0
+assert d["options"]["settle_ms"] == 30, d["options"]  # the default wait after init
 rows = d["results"]
 want = 1 if coll == "barrier" else 6  # 8 B to 256 KiB by 8: 8, 64, ..., 256K
 assert len(rows) == want, len(rows)
@@ -106,6 +107,9 @@ usage)
     "$CCPERF" allreduce -d nosuchtype >"$tmp/out" 2>&1
     [ $? = 2 ] || fail "bad -d: exit $?"
     grep -q 'bad value "nosuchtype" for -d' "$tmp/out" || fail "no message for -d"
+    "$CCPERF" allreduce --settle -1 >"$tmp/out" 2>&1
+    [ $? = 2 ] || fail "bad --settle: exit $?"
+    grep -q 'bad value "-1" for --settle' "$tmp/out" || fail "no message for --settle"
     "$CCPERF" allreduce -b 1M -e 1K >"$tmp/out" 2>&1
     [ $? = 2 ] || fail "-e below -b: exit $?"
     "$CCPERF" allreduce -d float -o band >"$tmp/out" 2>&1
