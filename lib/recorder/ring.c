@@ -418,10 +418,21 @@ static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, u
         memcpy(&w, &fw, 8);
         st(&e->flags, w);
     }
-    /* POST repeats START's names: the same pointer is the same string, already stored. */
+    /* POST repeats START's names: the same pointer is the same string, already stored. The
+     * usual case, both names the slot's (START after PRE cut them, POST after START), tests
+     * the pair at once and puts back the first bytes PRE cut; a name NULL where the slot holds
+     * none matches too, with no bit set (cut_name sets one only over a name). */
     struct cc__fr_slot_names *nm = r->names + idx;
-    if (u->algorithm) set_name(e, nm, NAME_ALGORITHM, u->algorithm);
-    if (u->transport) set_name(e, nm, NAME_TRANSPORT, u->transport);
+    if (u->algorithm == nm->p[NAME_ALGORITHM] && u->transport == nm->p[NAME_TRANSPORT]) {
+        if (nm->cut & 1u << NAME_ALGORITHM)
+            __atomic_store_n(e->algorithm, u->algorithm[0], __ATOMIC_RELEASE);
+        if (nm->cut & 1u << NAME_TRANSPORT)
+            __atomic_store_n(e->transport, u->transport[0], __ATOMIC_RELEASE);
+        nm->cut &= ~(1u << NAME_ALGORITHM | 1u << NAME_TRANSPORT);
+    } else {
+        if (u->algorithm) set_name(e, nm, NAME_ALGORITHM, u->algorithm);
+        if (u->transport) set_name(e, nm, NAME_TRANSPORT, u->transport);
+    }
     /* Read under the lock: the caller moves this comm's pg_status. */
     int comm_slot = e->comm_slot;
     slot_unlock(e, s, 1);
