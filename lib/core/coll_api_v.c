@@ -46,19 +46,19 @@ static cc_status_t keep_arrays(cc__op_t *op, int n, cc__arrays_t a, int async)
     return CC_OK;
 }
 
-static cc__op_t describe(cc_comm_t *comm, cc_op_type_t type, cc_dtype_t dtype, int root,
-                         const void *sendbuf, void *recvbuf, size_t in, size_t out)
+/* Built in the caller's op: returned by value, the 504 bytes were copied (rep movsq) on
+ * every call. */
+static void describe(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type, cc_dtype_t dtype, int root,
+                     const void *sendbuf, void *recvbuf, size_t in, size_t out)
 {
-    cc__op_t op;
-    cc__op_prepare(&op, comm, type);
-    op.info.dtype = dtype;
-    op.info.root = root;
-    op.info.sendbuf = sendbuf;
-    op.info.recvbuf = recvbuf;
-    op.info.in_count = in;
-    op.info.out_count = out;
-    op.info.bytes = (in > out ? in : out) * cc_dtype_size(dtype);
-    return op;
+    cc__op_prepare(op, comm, type);
+    op->info.dtype = dtype;
+    op->info.root = root;
+    op->info.sendbuf = sendbuf;
+    op->info.recvbuf = recvbuf;
+    op->info.in_count = in;
+    op->info.out_count = out;
+    op->info.bytes = (in > out ? in : out) * cc_dtype_size(dtype);
 }
 
 cc_status_t cc_allgather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
@@ -66,8 +66,8 @@ cc_status_t cc_allgather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, si
 {
     CC_CHECK(cc__validate_allgather(comm, sendbuf, recvbuf, sendcount, dtype, opts));
     size_t n = (size_t)comm->size;
-    cc__op_t op =
-        describe(comm, CC_OP_ALLGATHER, dtype, -1, sendbuf, recvbuf, sendcount, n * sendcount);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_ALLGATHER, dtype, -1, sendbuf, recvbuf, sendcount, n * sendcount);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -78,7 +78,8 @@ cc_status_t cc_allgatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, s
     size_t total;
     CC_CHECK(cc__validate_allgatherv(comm, sendbuf, recvbuf, sendcount, recvcounts, rdispls, dtype,
                                      opts, &total));
-    cc__op_t op = describe(comm, CC_OP_ALLGATHERV, dtype, -1, sendbuf, recvbuf, sendcount, total);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_ALLGATHERV, dtype, -1, sendbuf, recvbuf, sendcount, total);
     cc__arrays_t a = {NULL, NULL, recvcounts, rdispls};
     /* An async op outlives the caller's arrays; engines need displacements filled. */
     CC_CHECK(keep_arrays(&op, comm->size, a, work != NULL));
@@ -93,7 +94,8 @@ cc_status_t cc_reduce_scatterv(cc_comm_t *comm, const void *sendbuf, void *recvb
     CC_CHECK(cc__validate_reduce_scatterv(comm, sendbuf, recvbuf, recvcounts, dtype, redop, opts,
                                           &total));
     size_t my = recvcounts[comm->rank];
-    cc__op_t op = describe(comm, CC_OP_REDUCE_SCATTERV, dtype, -1, sendbuf, recvbuf, total, my);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_REDUCE_SCATTERV, dtype, -1, sendbuf, recvbuf, total, my);
     op.info.redop = redop;
     op.premul_scalar = opts ? opts->premul_scalar : 1.0;
     cc__arrays_t a = {NULL, NULL, recvcounts, NULL};
@@ -108,8 +110,9 @@ cc_status_t cc_gather(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size_
     size_t n = (size_t)comm->size;
     /* The root-only arguments are not looked at on the other ranks (MPI's rule). */
     int me = comm->rank == root;
-    cc__op_t op = describe(comm, CC_OP_GATHER, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount,
-                           me ? n * sendcount : 0);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_GATHER, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount,
+             me ? n * sendcount : 0);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -121,8 +124,8 @@ cc_status_t cc_gatherv(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size
     CC_CHECK(cc__validate_gatherv(comm, sendbuf, recvbuf, sendcount, recvcounts, displs, dtype,
                                   root, opts, &total));
     int me = comm->rank == root;
-    cc__op_t op =
-        describe(comm, CC_OP_GATHERV, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount, total);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_GATHERV, dtype, root, sendbuf, me ? recvbuf : NULL, sendcount, total);
     cc__arrays_t a = {NULL, NULL, me ? recvcounts : NULL, me ? displs : NULL};
     CC_CHECK(keep_arrays(&op, comm->size, a, work != NULL));
     return cc__api_issue(&op, opts, work);
@@ -134,8 +137,9 @@ cc_status_t cc_scatter(cc_comm_t *comm, const void *sendbuf, void *recvbuf, size
     CC_CHECK(cc__validate_scatter(comm, sendbuf, recvbuf, recvcount, dtype, root, opts));
     size_t n = (size_t)comm->size;
     int me = comm->rank == root;
-    cc__op_t op = describe(comm, CC_OP_SCATTER, dtype, root, me ? sendbuf : NULL, recvbuf,
-                           me ? n * recvcount : 0, recvcount);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_SCATTER, dtype, root, me ? sendbuf : NULL, recvbuf,
+             me ? n * recvcount : 0, recvcount);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -147,8 +151,9 @@ cc_status_t cc_scatterv(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
     CC_CHECK(cc__validate_scatterv(comm, sendbuf, recvbuf, sendcounts, displs, recvcount, dtype,
                                    root, opts, &total));
     int me = comm->rank == root;
-    cc__op_t op =
-        describe(comm, CC_OP_SCATTERV, dtype, root, me ? sendbuf : NULL, recvbuf, total, recvcount);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_SCATTERV, dtype, root, me ? sendbuf : NULL, recvbuf, total,
+             recvcount);
     cc__arrays_t a = {me ? sendcounts : NULL, me ? displs : NULL, NULL, NULL};
     CC_CHECK(keep_arrays(&op, comm->size, a, work != NULL));
     return cc__api_issue(&op, opts, work);
@@ -159,7 +164,8 @@ cc_status_t cc_alltoall(cc_comm_t *comm, const void *sendbuf, void *recvbuf, siz
 {
     CC_CHECK(cc__validate_alltoall(comm, sendbuf, recvbuf, count, dtype, opts));
     size_t n = (size_t)comm->size;
-    cc__op_t op = describe(comm, CC_OP_ALLTOALL, dtype, -1, sendbuf, recvbuf, n * count, n * count);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_ALLTOALL, dtype, -1, sendbuf, recvbuf, n * count, n * count);
     return cc__api_issue(&op, opts, work);
 }
 
@@ -173,7 +179,8 @@ cc_status_t cc_alltoallv(cc_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     rdispls, dtype, opts, &stotal, &rtotal));
     if (sendbuf == recvbuf) /* MPI_IN_PLACE: each block is sent from where it is received */
         sendcounts = recvcounts, sdispls = rdispls;
-    cc__op_t op = describe(comm, CC_OP_ALLTOALLV, dtype, -1, sendbuf, recvbuf, stotal, rtotal);
+    cc__op_t op;
+    describe(&op, comm, CC_OP_ALLTOALLV, dtype, -1, sendbuf, recvbuf, stotal, rtotal);
     cc__arrays_t a = {sendcounts, sdispls, recvcounts, rdispls};
     CC_CHECK(keep_arrays(&op, comm->size, a, work != NULL));
     return cc__api_issue(&op, opts, work);

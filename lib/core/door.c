@@ -34,30 +34,9 @@
 
 static _Atomic uint64_t g_op_id;
 
-/*
- * Zero an op with 16-byte stores. As a memset of a known size GCC writes it as `rep stosq`,
- * whose start-up cost dwarfs the stores: 10 % of a 64-byte shm broadcast's time at 2 ranks
- * went to that one instruction (perf record -e cpu-clock, 2026-12-03, docs/performance.md).
- */
-static inline void op_zero(cc__op_t *op)
-{
-#if defined(__GNUC__) && !defined(__clang__)
-    typedef unsigned long long v2 __attribute__((vector_size(16), aligned(8), may_alias));
-    typedef unsigned long long u1 __attribute__((aligned(8), may_alias));
-    _Static_assert(sizeof(cc__op_t) % 8 == 0, "the op is whole words");
-    v2 *p = (v2 *)(void *)op;
-#pragma GCC unroll 40
-    for (size_t i = 0; i < sizeof(*op) / 16; i++)
-        p[i] = (v2){0, 0};
-    if (sizeof(*op) % 16) *(u1 *)(void *)((char *)op + sizeof(*op) - 8) = 0;
-#else
-    memset(op, 0, sizeof(*op));
-#endif
-}
-
 void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type)
 {
-    op_zero(op);
+    cc__op_zero(op);
     op->comm = comm;
     op->info.comm = comm;
     op->info.comm_id = comm->id;
@@ -257,7 +236,7 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
             return CC_ERR_NO_MEMORY;
         }
         op = cc__work_op(w);
-        *op = *tmpl;
+        cc__op_copy(op, tmpl);
     }
     op->work = w;
     cc_status_t st = cc__door_admit(op, opts);

@@ -127,7 +127,7 @@ cc_status_t cc__group_hold(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
     struct cc_work *w = work ? cc__work_new(comm) : NULL;
     cc__op_t *m = w ? cc__work_op(w) : malloc(sizeof(*m));
     if (!m) return CC_ERR_NO_MEMORY;
-    *m = *tmpl;
+    cc__op_copy(m, tmpl);
     m->work = w;
     cc_status_t st = cc__door_admit(m, opts); /* a veto ended it already */
     if (st != CC_OK) {

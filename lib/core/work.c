@@ -25,7 +25,8 @@ struct cc_work {
 
 struct cc_work *cc__work_new(cc_comm_t *comm)
 {
-    struct cc_work *w = calloc(1, sizeof(*w));
+    /* Not zeroed: its op is written whole by the caller (cc__op_copy) right after. */
+    struct cc_work *w = malloc(sizeof(*w));
     if (!w) {
         cc_log_error(CC_SUBSYS_CORE, "out of memory for a work handle on communicator %s",
                      comm->name);
@@ -33,6 +34,7 @@ struct cc_work *cc__work_new(cc_comm_t *comm)
     }
     w->magic = CC__WORK_MAGIC;
     atomic_init(&w->refs, 2);
+    atomic_init(&w->user_freed, 0);
     return w;
 }
 

@@ -9,6 +9,7 @@
 #include "ccomm/ccomm.h"
 #include "engine/op.h"
 
+/* A new handle whose op is not initialized: the caller writes it whole (cc__op_copy). */
 struct cc_work *cc__work_new(cc_comm_t *comm);
 cc__op_t *cc__work_op(struct cc_work *work);
 void cc__work_unref(struct cc_work *work);
