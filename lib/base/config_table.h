@@ -125,6 +125,11 @@
     X(SHM_DIR, shm_dir, STR, "/dev/shm", "Directory of shared-memory segments.", 0)                \
     X(SHM_RING_SIZE, shm_ring_size, SIZE, "1M",                                                    \
       "Bytes of each shared-memory ring between two ranks (one per direction).", 0)                \
+    X(SHM_MEMBARRIER, shm_membarrier, BOOL, "1",                                                   \
+      "Ranks on one host publish their progress in shared-memory collectives with plain stores, "  \
+      "and a rank about to sleep makes the others' CPUs pass a barrier with membarrier(2), when "  \
+      "every rank can; 0: every publish is a locked instruction (the sleepers' side is free).",   \
+      0)                                                                                           \
     X(SHM_CMA_THRESHOLD, shm_cma_threshold, SIZE, "64K",                                           \
       "Messages of at least this many bytes between ranks on one host are read straight from the " \
       "sender's memory (process_vm_readv, one copy); 0 turns that off (copies through the ring).", \

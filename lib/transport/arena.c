@@ -191,6 +191,12 @@ static cc_status_t arena_setup(cc__arena_t *ar, uint64_t deadline, int32_t *ok)
     int32_t cma = 0;
     CC_CHECK(agree(ar, probe_cma(ar), 3, deadline, &cma));
     ar->cma_ok = cma;
+    /* Round 4: light publishes (arena_sync.c) need every rank registered for the sleepers'
+     * barrier; one rank without it keeps everyone on locked publishes. */
+    int32_t light = 0;
+    CC_CHECK(agree(ar, cc__cfg()->shm_membarrier && cc__membarrier_register(), 5, deadline,
+                   &light));
+    ar->light = light;
     return CC_OK;
 }
 
@@ -251,8 +257,10 @@ cc_status_t cc__arena_create(cc__net_t *net, uint64_t comm_id, const char *name,
         cc__arena_destroy(ar);
         return st;
     }
-    cc_log_info(CC_SUBSYS_SHM, "shm: arena of communicator %s: %d ranks, %zu bytes, cma %s",
-                ar->name, ar->n, ar->len, ar->cma_ok ? "on" : "off");
+    cc_log_info(CC_SUBSYS_SHM,
+                "shm: arena of communicator %s: %d ranks, %zu bytes, cma %s, publishes %s",
+                ar->name, ar->n, ar->len, ar->cma_ok ? "on" : "off",
+                ar->light ? "light (membarrier)" : "locked");
     *out = ar;
     return CC_OK;
 }

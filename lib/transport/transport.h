@@ -273,9 +273,27 @@ static inline int cc__wait_stage(uint64_t idle_ns, uint64_t spin_ns, uint64_t yi
  * wakers read after publishing, behind a full barrier), fence, and sleep
  * at most timeout_ns only if ready(ctx) still says there is nothing to do.
  * Either the waker sees the flag or the sleeper sees the news: no lost
- * wake-up. wait.c.
+ * wake-up. wait.c. Returns 1 when it slept and nobody rang the bell meanwhile
+ * (the timeout ended the sleep), else 0.
  */
-void cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
-                    void *ctx, uint64_t timeout_ns);
+int cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
+                   void *ctx, uint64_t timeout_ns);
+
+/*
+ * The heavy side of an asymmetric fence: after this returns, every thread of
+ * every process that registered with cc__membarrier_register passed a full
+ * barrier, so a waker that published with a plain release store and then
+ * read `sleeping` either saw the flag or had its store seen. Wakers then need
+ * no locked instruction on their (hot) side. 0, or -1 (not available: the
+ * caller must not sleep on it).
+ */
+int cc__membarrier_global(void);
+/* Register this process for cc__membarrier_global's barrier: 1 when it works here (Linux
+ * 4.16+, membarrier not filtered out), else 0. Once per process is enough; idempotent. */
+int cc__membarrier_register(void);
+/* cc__bell_sleep with cc__membarrier_global as the fence: for sleepers whose wakers all
+ * registered and publish with release stores. Does not sleep when the fence fails. */
+int cc__bell_sleep_asym(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping,
+                        int (*ready)(void *), void *ctx, uint64_t timeout_ns);
 
 #endif /* CC_TRANSPORT_TRANSPORT_H */
