@@ -24,11 +24,22 @@
 
 static char g_pat[128]; /* CCOMM_CLOG=... of the current test */
 
+/* The async allreduce (collective 2) holds its START for 100 ms on the engine's worker, so the
+ * caller's cc_work_wait finds it unfinished and logs its W line: a 4-byte op finished first
+ * now and then, and a wait on a finished op logs none. */
+static void hold_async(const cc_op_info_t *op, void *user)
+{
+    (void)user;
+    if (op->type == CC_OP_ALLREDUCE && op->coll_seq == 2) usleep(100000);
+}
+
 static int job_rank(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
     cc_comm_t *comm = NULL, *child = NULL;
     CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    cc_hook_handle_t h;
+    CC_TEST_REQUIRE(cc_hook_add_start(comm, hold_async, NULL, 0, &h) == CC_OK, "hook");
     float x = 1, y = 0;
     CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK, "ar");
     cc_work_t *w = NULL;
