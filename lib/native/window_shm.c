@@ -147,7 +147,8 @@ cc_status_t cc__win_wait_signal_shm(cc__native_t *nc, cc__op_t *op)
         default: {
             /* Wake for the deadline and the next liveness check, whichever is first. */
             uint64_t until = op->deadline_ns < next_check ? op->deadline_ns : next_check;
-            cc__bell_sleep(&ln->bell, &ln->sleeping, reached, &c, until > now ? until - now : 1);
+            cc__bell_sleep(&ln->bell, &ln->sleeping, reached, &c, until > now ? until - now : 1,
+                           0);
         }
         }
     }

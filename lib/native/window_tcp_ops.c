@@ -357,7 +357,7 @@ cc_status_t cc__win_wait_signal_tcp(cc__native_t *nc, cc__op_t *op)
             break;
         default: {
             uint64_t until = op->deadline_ns - now < check_ns ? op->deadline_ns - now : check_ns;
-            cc__bell_sleep(&t->bell, &t->sleeping, tw_ready, &c, until ? until : 1);
+            cc__bell_sleep(&t->bell, &t->sleeping, tw_ready, &c, until ? until : 1, 0);
         }
         }
     }

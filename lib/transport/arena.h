@@ -138,8 +138,9 @@ typedef struct cc__arena {
     int cma_ok;            /* every rank can read every peer (agreed at creation) */
     int light;             /* publishes are release stores, sleepers fence with membarrier
                             * (every rank registered for it; agreed at creation) */
-    uint64_t naps;         /* sleeps on the bell, and those that ended by their timeout */
-    uint64_t naps_unrung;  /* with the awaited word already there: lost wake-ups (tests) */
+    uint64_t naps;         /* sleeps on the bell */
+    uint64_t naps_unrung;  /* of those, ended by their timeout with the awaited word already
+                            * there: lost wake-ups (tests) */
     uint64_t seq;          /* number of the last arena op begun */
     uint64_t all_arrived;  /* every rank arrived at least at this op */
     uint64_t spin_ns;      /* spin budget of a wait (0: ranks outnumber CPUs) */

@@ -51,8 +51,8 @@ static void wake_sleepers(cc__arena_op_t *ao)
  * sleeps through it (a lost wake-up). A seq_cst store orders them with a locked exchange
  * on a line the peers poll: 10 % of a 64-byte broadcast's time at 2 ranks (perf record,
  * 2026-12-03). Where every rank registered for membarrier's global barrier (ar->light), the
- * sleepers run it before they sleep instead (cc__bell_sleep_asym): it makes each waker's
- * CPU pass a full barrier, so a plain release store does here, with the compiler kept from
+ * sleepers run it before they sleep instead (cc__bell_sleep's global_fence): it makes each
+ * waker's CPU pass a full barrier, so a plain release store does here, with the compiler kept from
  * moving the reads above it.
  */
 static inline void publish(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t v)
@@ -127,9 +127,8 @@ static void nap(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, uint64
     struct nap_ctx c = {ao->ar, w, target};
     cc__arena_t *ar = ao->ar;
     uint64_t t = until > now ? until - now : 1;
-    int unrung = ar->light
-                     ? cc__bell_sleep_asym(cc__arena_bell(ar), &mine(ao)->sleeping, nap_ready, &c, t)
-                     : cc__bell_sleep(cc__arena_bell(ar), &mine(ao)->sleeping, nap_ready, &c, t);
+    int unrung = cc__bell_sleep(cc__arena_bell(ar), &mine(ao)->sleeping, nap_ready, &c, t,
+                                ar->light);
     ar->naps++;
     /* Slept to the end with the news there and no ring: a wake-up was lost (tests look). */
     if (unrung && nap_ready(&c)) ar->naps_unrung++;

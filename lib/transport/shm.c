@@ -273,7 +273,7 @@ static int shm_ready_cb(void *net)
 static void shm_sleep(struct cc__net *net, uint64_t timeout_ns)
 {
     struct cc__shm_mbox *mb = cc__shm(net)->mine;
-    cc__bell_sleep(&mb->bell, &mb->sleeping, shm_ready_cb, net, timeout_ns);
+    cc__bell_sleep(&mb->bell, &mb->sleeping, shm_ready_cb, net, timeout_ns, 0);
 }
 
 struct cc__shm_peer *cc__shm_peer_of(struct cc__net *net, int peer)

@@ -275,25 +275,18 @@ static inline int cc__wait_stage(uint64_t idle_ns, uint64_t spin_ns, uint64_t yi
  * Either the waker sees the flag or the sleeper sees the news: no lost
  * wake-up. wait.c. Returns 1 when it slept and nobody rang the bell meanwhile
  * (the timeout ended the sleep), else 0.
+ *
+ * global_fence: the fence is membarrier's global barrier (the heavy side of an
+ * asymmetric fence) instead of this thread's own. After it, every thread of
+ * every process that registered (cc__membarrier_register) passed a full
+ * barrier, so wakers may publish with plain release stores and still either
+ * see the flag or have their store seen: no locked instruction on their hot
+ * side. Only for sleepers whose wakers all registered.
  */
 int cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
-                   void *ctx, uint64_t timeout_ns);
-
-/*
- * The heavy side of an asymmetric fence: after this returns, every thread of
- * every process that registered with cc__membarrier_register passed a full
- * barrier, so a waker that published with a plain release store and then
- * read `sleeping` either saw the flag or had its store seen. Wakers then need
- * no locked instruction on their (hot) side. 0, or -1 (not available: the
- * caller must not sleep on it).
- */
-int cc__membarrier_global(void);
-/* Register this process for cc__membarrier_global's barrier: 1 when it works here (Linux
+                   void *ctx, uint64_t timeout_ns, int global_fence);
+/* Register this process for the barrier of a global_fence sleep: 1 when it works here (Linux
  * 4.16+, membarrier not filtered out), else 0. Once per process is enough; idempotent. */
 int cc__membarrier_register(void);
-/* cc__bell_sleep with cc__membarrier_global as the fence: for sleepers whose wakers all
- * registered and publish with release stores. Does not sleep when the fence fails. */
-int cc__bell_sleep_asym(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping,
-                        int (*ready)(void *), void *ctx, uint64_t timeout_ns);
 
 #endif /* CC_TRANSPORT_TRANSPORT_H */

@@ -288,19 +288,6 @@ static cc_status_t failed(cc__net_t *net, cc__req_t *const *reqs, int n, cc_stat
     return st;
 }
 
-int cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
-                   void *ctx, uint64_t timeout_ns)
-{
-    uint32_t seen = atomic_load(bell);
-    atomic_store(sleeping, 1);
-    cc__fence();
-    /* A ring after this check changes the bell, and FUTEX_WAIT on `seen` returns at once. */
-    int slept = !ready(ctx) && timeout_ns;
-    if (slept) cc__futex_wait(bell, seen, timeout_ns);
-    atomic_store(sleeping, 0);
-    return slept && atomic_load(bell) == seen;
-}
-
 int cc__membarrier_register(void)
 {
     long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -310,19 +297,21 @@ int cc__membarrier_register(void)
     return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
-int cc__membarrier_global(void)
-{
-    return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
-}
-
-int cc__bell_sleep_asym(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping,
-                        int (*ready)(void *), void *ctx, uint64_t timeout_ns)
+int cc__bell_sleep(_Atomic uint32_t *bell, _Atomic uint32_t *sleeping, int (*ready)(void *),
+                   void *ctx, uint64_t timeout_ns, int global_fence)
 {
     uint32_t seen = atomic_load(bell);
     atomic_store(sleeping, 1);
-    /* The wakers' stores are plain: only this barrier, run on their CPUs, orders them before
-     * their reads of `sleeping`. Without it, no sleep (the caller polls again). */
-    int slept = cc__membarrier_global() == 0 && !ready(ctx) && timeout_ns;
+    /* With plain stores on the wakers' side, only membarrier's barrier, run on their CPUs,
+     * orders those stores before their reads of `sleeping`; should it fail, no sleep (the
+     * caller polls again). */
+    int fenced = 1;
+    if (global_fence)
+        fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+    else
+        cc__fence();
+    /* A ring after this check changes the bell, and FUTEX_WAIT on `seen` returns at once. */
+    int slept = fenced && !ready(ctx) && timeout_ns;
     if (slept) cc__futex_wait(bell, seen, timeout_ns);
     atomic_store(sleeping, 0);
     return slept && atomic_load(bell) == seen;
