@@ -66,6 +66,8 @@
  * --coll broadcast --sizes "16 64 256" --ranks 4 --launches 7 --iters 20000: 8 was 1.2-1.7x
  * slower than 16, 32 within the noise of 16 (docs/performance.md, session 5). */
 #define CC__ARENA_DEPTH     16
+/* How many ops back a deep op's flow-control check looks first (arena_sync.c, wait_arrived). */
+#define CC__ARENA_PROBE     4
 /* Payload bytes that travel in the arrival lines: 24 in the first line with the arrival
  * itself (one line per peer for an 8-byte allreduce), up to 280 in the first five. */
 #define CC__ARENA_INLINE    280u

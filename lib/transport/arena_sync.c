@@ -246,23 +246,27 @@ static uint64_t describe(const cc_op_info_t *in, uint64_t count, struct cc__aren
 
 /*
  * Wait until every peer arrived at op `upto` (or later): what it read of this rank's lines
- * and data in the ops before is over. The peers' lines of the previous op are looked at
- * first: a peer found there at op v >= upto (v may be later: lines are reused every
+ * and data in the ops before is over. One line per peer is probed first, CC__ARENA_PROBE ops
+ * back: a peer found there at op v >= upto (v may be later: lines are reused every
  * CC__ARENA_DEPTH ops) arrived at every op up to v, so all_arrived moves to the least such v
- * and the next ops skip this check until they pass it. A deep op checks op seq - K + 1; read
- * there, every op of a rank that runs ahead (a broadcast's root) found that line just
- * rewritten, a cache miss per op for its readers (perf record, 2026-12-03: half of
- * cc__arena_begin's time in a 64-byte broadcast at 2 ranks).
+ * and the next ops skip this check until they pass it (an op that waits for the op just before,
+ * not deep, probes that op's line: it is line `upto`). Only when a peer is further behind is
+ * line `upto` waited on. Every line looked at is one its owner rewrote since, a cache miss:
+ * a rank that runs a few ops ahead (a small broadcast's root, its readers one or two ops
+ * behind while the news travels) pays two misses per K - PROBE - 1 ops. Probing the previous
+ * op's line missed whenever a reader was one op behind, then line `upto` missed too: two
+ * misses every op (perf record, 2026-12-03: 39 % of cc__arena_begin's samples on the second).
  */
 static cc_status_t wait_arrived(cc__arena_op_t *ao, uint64_t upto)
 {
     cc__arena_t *ar = ao->ar;
-    int prev = (int)((ao->seq - 1) % CC__ARENA_DEPTH);
+    uint64_t back = ao->seq - upto < CC__ARENA_PROBE ? ao->seq - upto : CC__ARENA_PROBE;
+    int probe = (int)((ao->seq - back) % CC__ARENA_DEPTH);
     uint64_t least = UINT64_MAX;
     for (int q = 0; q < ar->n && least >= upto; q++) {
         if (q == ar->rank) continue;
-        uint64_t v = atomic_load_explicit(&cc__arena_ctl(ar, q)->par[prev].seq,
-                                          memory_order_acquire);
+        uint64_t v =
+            atomic_load_explicit(&cc__arena_ctl(ar, q)->par[probe].seq, memory_order_acquire);
         if (v < least) least = v;
     }
     if (least >= upto) {
