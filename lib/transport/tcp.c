@@ -194,12 +194,28 @@ static cc_status_t tcp_connect(struct cc__net *net, int phase)
 }
 
 /* EPOLLOUT only while a send waits: armed all the time it would wake every sleep at once. */
+/* The events a sleep waits for on tp's socket: EPOLLIN unless reading is paused, EPOLLOUT
+ * while frames wait for room, a hang-up always. */
+static void set_events(struct cc__net *net, struct cc__tcp_peer *tp)
+{
+    struct epoll_event ev = {.events = (tp->rx_paused ? 0u : EPOLLIN) | EPOLLRDHUP |
+                                       (tp->want_out ? EPOLLOUT : 0u),
+                             .data.ptr = tp};
+    epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_MOD, tp->fd, &ev);
+}
+
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on)
 {
     if (tp->want_out == on || tp->fd < 0) return;
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), .data.ptr = tp};
     tp->want_out = on;
-    epoll_ctl(cc__tcp(net)->epfd, EPOLL_CTL_MOD, tp->fd, &ev);
+    set_events(net, tp);
+}
+
+void cc__tcp_pause_rx(struct cc__net *net, struct cc__tcp_peer *tp, int on)
+{
+    if (tp->rx_paused == on || tp->fd < 0) return;
+    tp->rx_paused = on;
+    set_events(net, tp);
 }
 
 /*

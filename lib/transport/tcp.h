@@ -25,6 +25,9 @@
 #define CC__TCP_FRAME_MAGIC 0x4346u               /* "FC" */
 #define CC__TCP_VERSION     1u
 #define CC__TCP_STAGE       (64u * 1024u) /* receive staging buffer per peer */
+/* A peer's socket is left unread while this many bytes of its messages wait unmatched
+ * (tcp_msg.c, may_read): a sender that runs ahead then waits on its socket. */
+#define CC__TCP_HELD_MAX    (4u << 20)
 
 struct cc__tcp_hello {
     uint64_t magic; /* CC__TCP_HELLO_MAGIC */
@@ -71,6 +74,8 @@ struct cc__tcp_peer {
     size_t tx_off;               /* bytes of that frame (header + payload) written */
     int tx_ctrl;                 /* the frame on the wire is a verdict, not sq_head */
     int want_out;                /* EPOLLOUT is armed */
+    int rx_paused;               /* EPOLLIN is not: the socket is left unread (tcp_msg.c) */
+    int rx_hup;                  /* epoll said the peer hung up: read to the end */
     struct cc__verdicts cts;     /* verdicts to send, oldest first */
     cc__req_t *rndv_tx;          /* sends whose RTS went out, awaiting CTS (priv[0]: cookie) */
     cc__req_t *rndv_rx;          /* receives that said GO, awaiting DATA (priv[0]: cookie) */
@@ -111,6 +116,7 @@ int cc__tcp_sockaddr(const char *ip, int port, struct sockaddr_storage *ss, sock
 int cc__tcp_listen(const char *ip, int backlog, uint16_t *port, int *family);
 void cc__tcp_drop(struct cc__net *net, struct cc__tcp_peer *tp, const char *cause, cc__req_t *req);
 void cc__tcp_want_out(struct cc__net *net, struct cc__tcp_peer *tp, int on);
+void cc__tcp_pause_rx(struct cc__net *net, struct cc__tcp_peer *tp, int on);
 /* tcp_rndv.c */
 void cc__tcp_irecv(struct cc__net *net, struct cc__peer *p, cc__req_t *req, cc__msg_t *m);
 int cc__tcp_rndv_frame(struct cc__net *net, struct cc__tcp_peer *tp, const struct cc__tcp_frame *h);

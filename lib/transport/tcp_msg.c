@@ -11,6 +11,16 @@
  * read straight into the receive's buffer. A frame nobody waits for is held
  * aside in a buffer of its size (the rare path); a frame whose receive has
  * another length is read and dropped, so the stream stays in step.
+ *
+ * Held copies are bounded per peer: once CC__TCP_HELD_MAX bytes of a peer's
+ * messages wait unmatched, its socket is left unread (and out of the sleep's
+ * EPOLLIN) until a receive is posted for it or the copies are taken, unless
+ * a rendezvous with it is under way or it hung up. A sender that runs ahead
+ * (a broadcast's root in a loop) then waits on its own socket, as a blocking
+ * send may (MPI_Send's rule), instead of its receiver copying every message
+ * it has not asked for yet into fresh memory: measured 2026-12-03, a 2-rank
+ * TCP broadcast of 4-64 KiB, 20000 calls a size, let the reader hold up to
+ * 340 MiB (perf stat: 87688 page faults in one launch).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -248,6 +258,14 @@ static int rx_body(struct cc__net *net, struct cc__tcp_peer *tp)
     return 1;
 }
 
+/* Whether tp's socket is read now (the top of this file). */
+static int may_read(const struct cc__tcp_peer *tp)
+{
+    const struct cc__peer *p = tp->p;
+    return p->held_bytes < CC__TCP_HELD_MAX || p->rq_head || tp->in_body || tp->rndv_tx ||
+           tp->rndv_rx || tp->rx_hup;
+}
+
 /* Read what the socket has (bounded, so one busy peer does not starve others). */
 static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
 {
@@ -255,6 +273,11 @@ static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
     tp->drained = 0;
     for (int round = 0; round < 64 && !tp->p->lost; round++) {
         int r;
+        /* Checked before every frame: staged frames not yet taken stay staged. */
+        if (!tp->in_body && !may_read(tp)) {
+            cc__tcp_pause_rx(net, tp, 1);
+            return moved;
+        }
         if (tp->in_body) {
             r = rx_body(net, tp);
         } else if (tp->st_end - tp->st_beg >= sizeof(struct cc__tcp_frame)) {
@@ -305,12 +328,18 @@ int cc__tcp_progress(struct cc__net *net)
     for (int i = 0; i < n; i++) {
         struct cc__tcp_peer *tp = ts->ev[i].data.ptr;
         uint32_t e = ts->ev[i].events;
+        if (tp && (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) tp->rx_hup = 1;
         if (tp && !tp->p->lost && (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
             moved += rx(net, tp);
     }
     for (int i = 0; i < ts->ntp; i++) {
         struct cc__tcp_peer *tp = &ts->tp[i];
         if (tp->p->lost) continue;
+        /* A paused socket whose receive was posted, or whose copies were taken. */
+        if (tp->rx_paused && may_read(tp)) {
+            cc__tcp_pause_rx(net, tp, 0);
+            moved += rx(net, tp);
+        }
         /* Staged bytes left by rx()'s bound: the socket may no longer be readable. */
         if (tp->st_end - tp->st_beg >= (tp->in_body ? 1 : sizeof(struct cc__tcp_frame)))
             moved += rx(net, tp);

@@ -70,6 +70,7 @@ typedef struct cc__peer_info {
 #define CC__PEER_INFO_MAGIC   0x4343504eu /* "CCPN" */
 #define CC__PEER_INFO_VERSION 2u
 #define CC__INFO_FORCE_TCP    0x1u /* this rank's transport is "tcp" */
+#define CC__SPARE_CLASSES     15   /* held-message buffers kept, 64 B to 1 MiB (match.c) */
 
 /* A message held aside: it arrived before a receive matched it. */
 typedef struct cc__msg {
@@ -100,6 +101,7 @@ struct cc__peer {
     void *priv;                       /* the transport's per-peer state */
     cc__req_t *rq_head, *rq_tail;     /* posted receives not yet matched, oldest first */
     cc__msg_t *held_head, *held_tail; /* messages not yet matched, oldest first */
+    size_t held_bytes;                /* their copies' payload bytes (BUFFERED ones) */
     int pending;                      /* requests to or from it not yet finished */
     cc_status_t lost;                 /* 0, or why every request with it fails */
     int lost_logged;                  /* the loss was logged (once) */
@@ -159,7 +161,10 @@ struct cc__net {
     int tp_peers[CC__TP_COUNT];   /* peers reached by each transport */
     int tp_pending[CC__TP_COUNT]; /* unfinished requests by transport */
     uint64_t events;              /* grows whenever a request finishes or moves */
-    cc__msg_t *spare;             /* freed held messages kept for reuse */
+    cc__msg_t *spare[CC__SPARE_CLASSES]; /* freed held messages kept for reuse, by size
+                                          * class (match.c: 64 B << k) */
+    uint64_t spare_used[CC__SPARE_CLASSES]; /* spare_tick when a class was last wanted */
+    uint64_t spare_tick;
     size_t spare_bytes;           /* their buffers, in bytes */
     unsigned spare_count;         /* and how many */
     uint64_t next_check_ns;       /* when the wait loop next checks liveness */
