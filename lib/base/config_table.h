@@ -50,7 +50,7 @@
     "the op unless the communicator has two or more ranks, all over shared memory."
 #define CC__CHOICES_ALGO_ALLREDUCE                                                                 \
     "auto", "shm_flat", "shm_stream", "shm_cma", "recursive_doubling", "halving_doubling", "ring"
-#define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_cma", "ring", "binomial"
+#define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_stream", "shm_cma", "ring", "binomial"
 #define CC__CHOICES_ALGO_REDUCE          "auto", "shm_flat", "shm_cma", "binomial", "ring"
 #define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_cma", "bruck", "ring"
 #define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"

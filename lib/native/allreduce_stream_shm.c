@@ -61,25 +61,15 @@ typedef struct stream {
 } stream_t;
 
 /*
- * Ops of at least this many bytes write their output past the cache. Measured
- * 2026-12-01 18:16 UTC, load 7-13, 2 ranks, against a build without it
- * (bench/ab.sh --a NO_NT_BUILD --b build --sizes "16M 64M" --launches 8; and
- * --sizes "1M 4M 16M 64M" --launches 6): time without / with 1.45 at 4 MiB,
- * 1.40 at 16 MiB, 1.37 at 64 MiB; below 4 MiB the output may still be in
- * the cache when the caller reads it, so it is left there.
+ * Copy a finished piece into the user's output (shm_algo.h). A large output does not fit in
+ * the cache anyway: ordinary stores first read each line from memory (write-allocate), a
+ * third of the op's memory traffic; non-temporal stores skip that read. The caller orders
+ * them before the op returns (_mm_sfence, as stream_body does).
  */
-#define STREAM_OUT_BYTES (4u << 20)
-
-/*
- * Copy a finished piece into the user's output. A large output does not fit
- * in the cache anyway: ordinary stores first read each line from memory
- * (write-allocate), a third of the op's memory traffic; non-temporal stores
- * skip that read. Ordered before the op returns by the sfence in stream_body.
- */
-static void out_copy(const stream_t *s, void *dst, const void *src, size_t len)
+void cc__shm_out_copy(void *dst, const void *src, size_t len, int stream)
 {
 #if defined(__SSE2__)
-    if (s->stream_out && len >= 256) {
+    if (stream && len >= 256) {
         char *d = dst;
         const char *p = src;
         size_t head = (16u - ((uintptr_t)d & 15u)) & 15u;
@@ -99,7 +89,13 @@ static void out_copy(const stream_t *s, void *dst, const void *src, size_t len)
         return;
     }
 #endif
+    (void)stream;
     memcpy(dst, src, len);
+}
+
+static void out_copy(const stream_t *s, void *dst, const void *src, size_t len)
+{
+    cc__shm_out_copy(dst, src, len, s->stream_out);
 }
 
 static char *seg(const stream_t *s, int q, uint64_t k, int share)
@@ -170,7 +166,7 @@ static cc_status_t stream_body(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *a
     stream_t s = {.ao = ao, .in = &op->info, .n = nc->size, .r = nc->rank};
     s.es = cc_dtype_size(s.in->dtype);
     s.piece = cc__shm_stream_piece(s.n, s.es);
-    s.stream_out = s.in->in_count * s.es >= STREAM_OUT_BYTES;
+    s.stream_out = s.in->in_count * s.es >= CC__SHM_STREAM_OUT_BYTES;
     CC_CHECK(cc__kernel_reduce_multi_get(s.in->dtype, s.in->redop, &s.fn));
     /* Never deep: the pieces go through the data area whatever the op's size. */
     CC_CHECK(cc__arena_begin(nc->arena, &op->info, s.in->in_count, 0, op->deadline_ns, ao));

@@ -6,8 +6,15 @@
  *   only once every rank arrived at a later op).
  * cma (large): every other rank reads the root's buffer straight into its
  *   own (process_vm_readv, one copy); the root returns once all are done.
+ * stream (large): the root copies its buffer through its staging area in
+ *   pieces and every other rank copies each piece out as soon as it is
+ *   there: two copies, but on two CPUs at once and through the cache, where
+ *   cma's one copy is the kernel's, page by page, on the reader's CPU alone.
  */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "native/shm_algo.h"
 
@@ -48,6 +55,67 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return CC_OK;
 }
 
+/*
+ * stream: piece k (STREAM_PIECE bytes) goes through slot k % STREAM_SLOTS of the root's data
+ * area. The root writes piece k once every reader published piece k - STREAM_SLOTS as copied
+ * out (prog: pieces done), then publishes k + 1; a reader copies piece k once the root
+ * published k + 1, then publishes k + 1. Each side looks at the other's counter only when
+ * what it saw last is used up, so a wait covers as many pieces as are ready. The root's user
+ * buffer is never read by a peer: it returns after its last piece, and its staging area is
+ * reused only once every reader arrived at a later op (arena.h). Readers' outputs of at least
+ * CC__SHM_STREAM_OUT_BYTES are written with non-temporal stores, as the allreduce's.
+ */
+#define STREAM_SLOTS 4u
+#define STREAM_PIECE (CC__ARENA_DATA / STREAM_SLOTS)
+
+static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
+{
+    const cc_op_info_t *in = &op->info;
+    size_t bytes = in->in_count * cc_dtype_size(in->dtype);
+    uint64_t steps = (bytes + STREAM_PIECE - 1) / STREAM_PIECE;
+    int root = in->root, n = nc->size;
+    /* Never deep: the pieces go through the data area whatever the op's size. */
+    CC_CHECK(cc__arena_begin(nc->arena, in, in->in_count, 0, op->deadline_ns, ao));
+    cc__arena_post(ao);
+    CC_CHECK(cc__arena_wait_all(ao));
+    char *area = cc__arena_data(ao, root);
+    if (nc->rank == root) {
+        const char *src = in->sendbuf;
+        uint64_t least = 0; /* every reader copied out this many pieces, at least */
+        for (uint64_t k = 0; k < steps; k++) {
+            if (k >= STREAM_SLOTS && least < k - STREAM_SLOTS + 1) {
+                uint64_t have, low = UINT64_MAX;
+                for (int q = 0; q < n; q++) {
+                    if (q == root) continue;
+                    CC_CHECK(cc__arena_wait_progress(ao, q, k - STREAM_SLOTS + 1, &have));
+                    if (have < low) low = have;
+                }
+                least = low;
+            }
+            size_t off = (size_t)k * STREAM_PIECE, len = bytes - off;
+            if (len > STREAM_PIECE) len = STREAM_PIECE;
+            memcpy(area + (size_t)(k % STREAM_SLOTS) * STREAM_PIECE, src + off, len);
+            if (in->recvbuf != in->sendbuf) memcpy((char *)in->recvbuf + off, src + off, len);
+            cc__arena_progress(ao, k + 1);
+        }
+        return cc__arena_check_quit(ao);
+    }
+    int nt = bytes >= CC__SHM_STREAM_OUT_BYTES;
+    uint64_t ready = 0; /* the root staged this many pieces, at least */
+    for (uint64_t k = 0; k < steps; k++) {
+        if (ready < k + 1) CC_CHECK(cc__arena_wait_progress(ao, root, k + 1, &ready));
+        size_t off = (size_t)k * STREAM_PIECE, len = bytes - off;
+        if (len > STREAM_PIECE) len = STREAM_PIECE;
+        cc__shm_out_copy((char *)in->recvbuf + off, area + (size_t)(k % STREAM_SLOTS) * STREAM_PIECE,
+                         len, nt);
+        cc__arena_progress(ao, k + 1);
+    }
+#if defined(__SSE2__)
+    if (nt) _mm_sfence(); /* the non-temporal stores are seen before the op ends */
+#endif
+    return cc__arena_check_quit(ao);
+}
+
 /* The table's two rows (select.c); cc__shm_run runs the other body, or the transport's
  * algorithm, when the one asked for cannot run (select_shm.c). */
 cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op)
@@ -58,4 +126,17 @@ cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op)
 cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op)
 {
     return cc__shm_run(nc, op, 1, flat, cma);
+}
+
+/* The stream row: pieces are counted in prog's low CC__ARENA_PROG_BITS bits; a larger
+ * message (2^24 pieces of 16 KiB: 256 GiB) runs cma, as every rank decides alike. */
+cc_status_t cc__broadcast_shm_stream(cc__native_t *nc, cc__op_t *op)
+{
+    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
+    uint64_t steps = op->info.in_count * es / STREAM_PIECE + 1;
+    if (steps + 1 >= (1ull << CC__ARENA_PROG_BITS)) {
+        op->info.algorithm = "shm_cma";
+        return cc__broadcast_shm_cma(nc, op);
+    }
+    return cc__shm_run_body(nc, op, stream);
 }

@@ -92,6 +92,21 @@ typedef struct cc__algo_row {
  *   4 ranks  stream 331 / 526 / 3902 / 7815 / 42301; cma 207 / 662 / 4140 / 16096 / 69313;
  *            Open MPI 713 / 2962 / 6945 / 34087 / 216540
  * (4 ranks at 128 KiB: launches 413 / 116 / 331 against 1147 / 177 / 207, within the spread.)
+ *
+ * Broadcast streams too above flat (shm_stream: the root's pieces through its staging area,
+ * broadcast_shm.c); shm_cma stays next in the table. On this VM Open MPI's own broadcast is
+ * twice as fast without its single copy (mpirun -n 2 mpi_bench broadcast -b 1M -e 16M -f 4
+ * -n 50 -w 5, with and without --mca btl_vader_single_copy_mechanism none: 1 MiB 131 / 64 us,
+ * 16 MiB 4100 / 2520 us). Measured 2026-12-03 13:50 UTC, 3 launches alternating, us
+ * out of place / in place (compare.sh's column), rank 0:
+ *   CCOMM_ALGO_BROADCAST=shm_cma|shm_stream ccrun -n N ccperf broadcast -b 128K -e 64M -f 4
+ *     -n 20 -w 3 -c 0 --budget 256M
+ *   2 ranks in place 128K / 2M / 8M / 32M: stream 9.8 / 114 / 467 / 3727, 15.3 / 202 / 639 /
+ *     3799, 32.6 / 577 / 2395 / 9439; cma 19.9 / 282 / 1962 / 9037, 19.9 / 276 / 2062 / 8659,
+ *     17.8 / 260 / 1881 / 8526 (out of place the root copies twice: 0.8-1.7x of cma)
+ *   4 ranks in place: stream 37.5 / 481 / 2398 / 10485, 32.9 / 471 / 2439 / 10248, 23.1 / 352 /
+ *     2195 / 6464; cma 94.8 / 629 / 3867 / 16280, 60.9 / 659 / 4035 / 17684, 59.5 / 608 / 3662 /
+ *     15864 (out of place 1.0-1.8x of cma)
  */
 static const cc__algo_row_t rows[] = {
     {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
@@ -115,6 +130,7 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * 1024 * K, 0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
+    {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
     /* Over TCP a stream of small broadcasts is bound by the root's sends: the ring's root
      * sends one message per op, binomial's log2(n). Measured 2026-12-01 18:15 UTC, load

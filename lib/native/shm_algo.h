@@ -58,6 +58,17 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
 cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body);
 /* Elements per piece of shm_stream on n ranks (allreduce_stream_shm.c). */
 size_t cc__shm_stream_piece(int n, size_t es);
+/*
+ * Outputs of at least this many bytes are written past the cache by the stream bodies
+ * (cc__shm_out_copy with stream = 1: non-temporal stores, ordered by an sfence before the op
+ * returns). Measured 2026-12-01 18:16 UTC, load 7-13, 2 ranks, allreduce against a build
+ * without it (bench/ab.sh --a NO_NT_BUILD --b build --sizes "16M 64M" --launches 8; and
+ * --sizes "1M 4M 16M 64M" --launches 6): time without / with 1.45 at 4 MiB, 1.40 at 16 MiB,
+ * 1.37 at 64 MiB; below 4 MiB the output may still be in the cache when the caller reads it,
+ * so it is left there.
+ */
+#define CC__SHM_STREAM_OUT_BYTES (4u << 20)
+void cc__shm_out_copy(void *dst, const void *src, size_t len, int stream);
 
 /* Algorithms (<collective>_shm.c): flat stages data in the arena (small), cma reads peers'
  * buffers in place (large). */
@@ -67,6 +78,8 @@ cc_status_t cc__allreduce_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allreduce_shm_stream(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__broadcast_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__broadcast_shm_cma(cc__native_t *nc, cc__op_t *op);
+/* stream (large): the root's buffer through its staging area, no process_vm_readv. */
+cc_status_t cc__broadcast_shm_stream(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op);

@@ -1,8 +1,9 @@
 /*
  * test_shm_move.c - the shared-memory algorithms that move data without
  * reducing it (shm_flat and shm_cma of broadcast, allgather, alltoall,
- * gather and scatter; the shm barrier), each forced in turn on 2, 3, 4 and
- * 8 forked ranks of one host: counts 0, 1, 7, 1000 and 1M+3 of 1-, 2-, 4-
+ * gather and scatter; broadcast's shm_stream; the shm barrier), each forced
+ * in turn on 2, 3, 4 and 8 forked ranks of one host: counts 0, 1, 7, 1000
+ * and 1M+3 of 1-, 2-, 4-
  * and 8-byte elements, in and out of place, buffers off the 64-byte
  * boundary, every root; each byte checked against the pattern its sender
  * wrote. Receive buffers start poisoned, so a block never written shows.
@@ -23,7 +24,8 @@
 #include "test_coll_util.h"
 #include "transport/arena.h"
 
-static const char *const algos[] = {"shm_flat", "shm_cma"};
+static const char *const algos[] = {"shm_flat", "shm_cma", "shm_stream"};
+#define NALGOS ((int)(sizeof(algos) / sizeof(algos[0])))
 
 struct tcase {
     cc_comm_t *comm;
@@ -157,6 +159,9 @@ static int matrix(struct tcase *c)
                 c->off = cc_dtype_size(c->dt) * (size_t)(k % 3);
                 c->root = k % c->n;
                 for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
+                    /* shm_stream is broadcast's only. */
+                    if (!strcmp(c->algo, "shm_stream") && colls[f].type != CC_OP_BROADCAST)
+                        continue;
                     tc_force(c->comm, colls[f].type, c->algo);
                     if (colls[f].fn(c)) return 1;
                 }
@@ -238,7 +243,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
     struct tcase c = {.comm = comm, .r = rank, .n = size};
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < NALGOS; a++) {
         c.algo = algos[a];
         if (matrix(&c)) return 1;
     }
