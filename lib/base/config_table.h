@@ -52,7 +52,7 @@
     "auto", "shm_flat", "shm_stream", "shm_cma", "recursive_doubling", "halving_doubling", "ring"
 #define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_stream", "shm_cma", "ring", "binomial"
 #define CC__CHOICES_ALGO_REDUCE          "auto", "shm_flat", "shm_cma", "binomial", "ring"
-#define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_cma", "bruck", "ring"
+#define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_stream", "shm_cma", "bruck", "ring"
 #define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "recursive_doubling", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTERV "auto", "ring"

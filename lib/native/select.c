@@ -158,6 +158,15 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 128 * K, 0},
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 64 * K + 1, 0},
+    /* 2026-12-03 14:05 UTC, 2 launches alternating, us out of place (compare.sh's column)
+     * 128K / 512K / 2M / 8M / 32M, rank 0:
+     *   CCOMM_ALGO_ALLGATHER=shm_cma|shm_stream ccrun -n N ccperf allgather -b 128K -e 64M
+     *     -f 4 -n 20 -w 3 -c 1 --budget 256M
+     *   2 ranks: stream 13.8 / 66.6 / 212 / 1214 / 5369, 10.7 / 75.2 / 191 / 1063 / 4888;
+     *            cma 13.1 / 70.8 / 224 / 1349 / 8953, 12.3 / 71.1 / 214 / 1730 / 9014
+     *   4 ranks: stream 28.0 / 129 / 411 / 2185 / 9720, 32.5 / 141 / 362 / 2207 / 9482;
+     *            cma 45.7 / 157 / 500 / 3184 / 17357, 43.0 / 160 / 493 / 3186 / 19188 */
+    {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
     /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,
      * load 6-7, medians of 5 launches, us (ring / bruck):

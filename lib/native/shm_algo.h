@@ -84,6 +84,8 @@ cc_status_t cc__reduce_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op);
+/* stream (large): every block through its owner's staging area (allgather_shm.c). */
+cc_status_t cc__allgather_shm_stream(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op);

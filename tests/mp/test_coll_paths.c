@@ -100,7 +100,7 @@ static const struct row rows[] = {
     /* flat while it fits the arena */
     {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
     {1, CC_OP_REDUCE, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
-    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
     {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
     {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma", 0, 0},

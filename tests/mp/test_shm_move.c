@@ -1,10 +1,10 @@
 /*
  * test_shm_move.c - the shared-memory algorithms that move data without
  * reducing it (shm_flat and shm_cma of broadcast, allgather, alltoall,
- * gather and scatter; broadcast's shm_stream; the shm barrier), each forced
- * in turn on 2, 3, 4 and 8 forked ranks of one host: counts 0, 1, 7, 1000
- * and 1M+3 of 1-, 2-, 4-
- * and 8-byte elements, in and out of place, buffers off the 64-byte
+ * gather and scatter; broadcast's and allgather's shm_stream; the shm
+ * barrier), each forced in turn on 2, 3, 4 and 8 forked ranks of one host:
+ * counts 0, 1, 7, 1000 and 1M+3 of 1-, 2-, 4- and 8-byte elements, in and
+ * out of place, buffers off the 64-byte
  * boundary, every root; each byte checked against the pattern its sender
  * wrote. Receive buffers start poisoned, so a block never written shows.
  * The arena's inline payload (CC__ARENA_INLINE, transport/arena.h): staged
@@ -159,8 +159,9 @@ static int matrix(struct tcase *c)
                 c->off = cc_dtype_size(c->dt) * (size_t)(k % 3);
                 c->root = k % c->n;
                 for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
-                    /* shm_stream is broadcast's only. */
-                    if (!strcmp(c->algo, "shm_stream") && colls[f].type != CC_OP_BROADCAST)
+                    /* shm_stream is broadcast's and allgather's only. */
+                    if (!strcmp(c->algo, "shm_stream") && colls[f].type != CC_OP_BROADCAST &&
+                        colls[f].type != CC_OP_ALLGATHER)
                         continue;
                     tc_force(c->comm, colls[f].type, c->algo);
                     if (colls[f].fn(c)) return 1;

@@ -102,7 +102,7 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_REDUCE, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_REDUCE, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "shm_flat");
-    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "shm_cma");
+    EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "shm_stream");
     EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_BARRIER, 0, "shm");
