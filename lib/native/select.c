@@ -41,6 +41,7 @@ typedef struct cc__algo_row {
 
 #define CC__ROW_FORCED_ONLY 1u /* never chosen automatically */
 #define CC__ROW_POW2        2u /* ... only when the rank count is a power of two */
+#define CC__ROW_TWO         4u /* ... only on exactly 2 ranks */
 
 /*
  * The table. Thresholds were measured on this project's reference machine
@@ -117,6 +118,14 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0},
     {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
     {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
+    /* On 2 ranks over TCP one exchange of the whole vector beats the ring's two steps of half
+     * up to 1 MiB. 2026-12-03 14:12 UTC, 5 launches alternating, medians, us (ring / rd):
+     *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLREDUCE=ring --b build
+     *     --b-env CCOMM_ALGO_ALLREDUCE=recursive_doubling --transport tcp --coll allreduce
+     *     --sizes "256K 512K 1M 2M 4M" --launches 5 --iters 30
+     *   256K 377/319, 512K 309/236, 1M 583/499, 2M 1194/1271, 4M 2697/3806 */
+    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0,
+     1024 * K + 1, CC__ROW_TWO},
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
     /* From 4 ranks over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up
      * to 4 MiB on 2 CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us
@@ -424,6 +433,7 @@ static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc
         if (r->type != op->info.type || !(r->tpm & nc->tpm) || (r->flags & CC__ROW_FORCED_ONLY))
             continue;
         if ((r->flags & CC__ROW_POW2) && (nc->size & (nc->size - 1))) continue;
+        if ((r->flags & CC__ROW_TWO) && nc->size != 2) continue;
         if (nc->size >= r->min_ranks && (!r->max_bytes || b < r->max_bytes)) return r;
     }
     cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s on transport %s",

@@ -122,9 +122,15 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K - 4, "halving_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K, "ring");
-    cc__native_t two = engine_of(2, CC__TPM_NET); /* 2 ranks: the ring from 256 KiB */
-    EXPECT(&two, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
-    EXPECT(&two, CC_OP_ALLREDUCE, 256 * K, "ring");
+    /* 2 ranks: one exchange of the whole vector through 1 MiB, then the ring. */
+    cc__native_t two = engine_of(2, CC__TPM_NET);
+    EXPECT(&two, CC_OP_ALLREDUCE, 4, "recursive_doubling");
+    EXPECT(&two, CC_OP_ALLREDUCE, 256 * K, "recursive_doubling");
+    EXPECT(&two, CC_OP_ALLREDUCE, 1024 * K, "recursive_doubling");
+    EXPECT(&two, CC_OP_ALLREDUCE, 1024 * K + 4, "ring");
+    cc__native_t three = engine_of(3, CC__TPM_NET); /* 3 ranks: the ring from 256 KiB */
+    EXPECT(&three, CC_OP_ALLREDUCE, 256 * K - 4, "halving_doubling");
+    EXPECT(&three, CC_OP_ALLREDUCE, 256 * K, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K - 4, "ring");
     EXPECT(&nc, CC_OP_BROADCAST, 16 * K, "binomial");
