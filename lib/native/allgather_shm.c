@@ -127,10 +127,6 @@ cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op)
 cc_status_t cc__allgather_shm_stream(cc__native_t *nc, cc__op_t *op)
 {
     size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
-    uint64_t steps = op->info.in_count * es / STREAM_PIECE + 1;
-    if (steps + 1 >= (1ull << CC__ARENA_PROG_BITS)) {
-        op->info.algorithm = "shm_cma";
-        return cc__allgather_shm_cma(nc, op);
-    }
-    return cc__shm_run_body(nc, op, stream);
+    return cc__shm_run_stream(nc, op, op->info.in_count * es / STREAM_PIECE + 1, stream,
+                              cc__allgather_shm_cma);
 }

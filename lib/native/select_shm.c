@@ -78,3 +78,13 @@ cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body)
     cc__arena_op_t ao = {.seq = 0};
     return cc__arena_end(&ao, body(nc, op, &ao));
 }
+
+cc_status_t cc__shm_run_stream(cc__native_t *nc, cc__op_t *op, uint64_t steps, cc__shm_body body,
+                               cc_status_t (*cma)(cc__native_t *nc, cc__op_t *op))
+{
+    if (steps + 2 >= (1ull << CC__ARENA_PROG_BITS)) {
+        op->info.algorithm = "shm_cma";
+        return cma(nc, op);
+    }
+    return cc__shm_run_body(nc, op, body);
+}

@@ -54,6 +54,18 @@ static void rank_env(const struct targ *a)
     if (a->ring || a->cma || a->tcp_rndv) cc__config_reload();
 }
 
+/* A rank's settings and net, for the ranks below that need nothing else (NULL: failed). */
+static cc__net_t *rank_net(const struct targ *a, int rank, int n)
+{
+    rank_env(a);
+    cc__net_config_t cfg;
+    cc__net_t *net;
+    mp_config(&cfg, rank, n, a->transport);
+    cc_status_t st = cc__net_create(&cfg, &net);
+    if (st != CC_OK) fprintf(stderr, "rank %d: net create: %s\n", rank, cc_status_name(st));
+    return st == CC_OK ? net : NULL;
+}
+
 static int in_ns(const struct targ *a, int rank)
 {
     return a->ns_from && rank >= a->ns_from;
@@ -285,13 +297,9 @@ static void test_threads_shm_3(void **s)
 /* Each rank streams NFLIGHT messages to the next: all sent before any is received. */
 static int rank_in_flight(int rank, int n, void *arg)
 {
-    const struct targ *a = arg;
     uint64_t errors = cc__log_error_count();
-    rank_env(a);
-    cc__net_config_t cfg;
-    cc__net_t *net;
-    mp_config(&cfg, rank, n, a->transport);
-    MP_CHECK_ST(cc__net_create(&cfg, &net), CC_OK);
+    cc__net_t *net = rank_net(arg, rank, n);
+    MP_CHECK(net != NULL);
     int to = (rank + 1) % n, from = (rank + n - 1) % n;
     static cc__req_t reqs[2 * NFLIGHT];
     static cc__req_t *rp[2 * NFLIGHT];
@@ -364,13 +372,9 @@ static void test_in_flight_tcp_eager(void **s)
 
 static int rank_held_bound(int rank, int n, void *arg)
 {
-    const struct targ *a = arg;
     uint64_t errors = cc__log_error_count();
-    rank_env(a);
-    cc__net_config_t cfg;
-    cc__net_t *net;
-    mp_config(&cfg, rank, n, a->transport);
-    MP_CHECK_ST(cc__net_create(&cfg, &net), CC_OK);
+    cc__net_t *net = rank_net(arg, rank, n);
+    MP_CHECK(net != NULL);
     static cc__req_t reqs[NHELD];
     static cc__req_t *rp[NHELD];
     unsigned char *buf = malloc((size_t)NHELD * HELDLEN);
