@@ -28,14 +28,17 @@
 #include "ccomm/ccomm.h"
 #include "mp.h"
 #include "recorder/reader.h"
+#include "tmpdir.h"
 
 static char dir[64];
 static char env_rings[128], env_dumps[128], env_clog[160];
 
+/* A directory per test; the one before it, and the last at the end, are removed. */
 static void fresh_dirs(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/cc-hang-XXXXXX");
-    assert_non_null(mkdtemp(dir));
+    td_remove();
+    assert_int_equal(td_make("cc-hang", 0700), 0);
+    snprintf(dir, sizeof(dir), "%s", td_dir);
     snprintf(env_rings, sizeof(env_rings), "CCOMM_RECORDER_DIR=%s/rings", dir);
     snprintf(env_dumps, sizeof(env_dumps), "CCOMM_DUMP_DIR=%s/dumps", dir);
     snprintf(env_clog, sizeof(env_clog), "CCOMM_CLOG=%s/clog/rank%%r.log", dir);
@@ -321,6 +324,13 @@ static void test_desync_tcp(void **s)
     assert_int_equal(cc_test_fork_ranks(3, desync_rank, NULL, 30, env, NULL), 0);
 }
 
+static int remove_dirs(void **s)
+{
+    (void)s;
+    td_remove();
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,5 +342,5 @@ int main(void)
         cmocka_unit_test(test_desync),
         cmocka_unit_test(test_desync_tcp),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, remove_dirs);
 }
