@@ -193,9 +193,9 @@ static cc_status_t tcp_connect(struct cc__net *net, int phase)
     return phase == 1 ? arm_epoll(net, ts) : CC_OK;
 }
 
-/* EPOLLOUT only while a send waits: armed all the time it would wake every sleep at once. */
-/* The events a sleep waits for on tp's socket: EPOLLIN unless reading is paused, EPOLLOUT
- * while frames wait for room, a hang-up always. */
+/* The events a sleep waits for on tp's socket: EPOLLIN unless reading is paused (tcp_msg.c),
+ * EPOLLOUT only while a send waits (armed all the time it would wake every sleep at once),
+ * a hang-up always. */
 static void set_events(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     struct epoll_event ev = {.events = (tp->rx_paused ? 0u : EPOLLIN) | EPOLLRDHUP |
