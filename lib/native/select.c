@@ -35,13 +35,13 @@ typedef struct cc__algo_row {
     cc__algo_fn fn;
     unsigned tpm;     /* transports it can run on (CC__TPM_*) */
     int min_ranks;    /* automatic choice only with at least this many ranks (0: any) */
+    int max_ranks;    /* ... and at most this many (0: any) */
     size_t max_bytes; /* ... and sel_bytes below this (0: no bound) */
     unsigned flags;   /* CC__ROW_* */
 } cc__algo_row_t;
 
 #define CC__ROW_FORCED_ONLY 1u /* never chosen automatically */
 #define CC__ROW_POW2        2u /* ... only when the rank count is a power of two */
-#define CC__ROW_TWO         4u /* ... only on exactly 2 ranks */
 
 /*
  * The table. Thresholds were measured on this project's reference machine
@@ -110,23 +110,23 @@ typedef struct cc__algo_row {
  *     15864 (out of place 1.0-1.8x of cma)
  */
 static const cc__algo_row_t rows[] = {
-    {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0},
-    {CC_OP_RECV, "direct", cc__recv_direct, ANY, 0, 0, 0},
-    {CC_OP_BARRIER, "shm", cc__barrier_shm, SHM, 0, 0, 0},
-    {CC_OP_BARRIER, "dissemination", cc__barrier_dissemination, ANY, 0, 0, 0},
-    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 64 * K + 1, 0},
-    {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0},
-    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, CC__ROW_FORCED_ONLY},
-    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 16 * K, 0},
+    {CC_OP_SEND, "direct", cc__send_direct, ANY, 0, 0, 0, 0},
+    {CC_OP_RECV, "direct", cc__recv_direct, ANY, 0, 0, 0, 0},
+    {CC_OP_BARRIER, "shm", cc__barrier_shm, SHM, 0, 0, 0, 0},
+    {CC_OP_BARRIER, "dissemination", cc__barrier_dissemination, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_flat", cc__allreduce_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    {CC_OP_ALLREDUCE, "shm_stream", cc__allreduce_shm_stream, SHM, 0, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "shm_cma", cc__allreduce_shm_cma, SHM, 0, 0, 0, CC__ROW_FORCED_ONLY},
+    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0, 0, 16 * K, 0},
     /* On 2 ranks over TCP one exchange of the whole vector beats the ring's two steps of half
      * up to 1 MiB. 2026-12-03 14:12 UTC, 5 launches alternating, medians, us (ring / rd):
      *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLREDUCE=ring --b build
      *     --b-env CCOMM_ALGO_ALLREDUCE=recursive_doubling --transport tcp --coll allreduce
      *     --sizes "256K 512K 1M 2M 4M" --launches 5 --iters 30
      *   256K 377/319, 512K 309/236, 1M 583/499, 2M 1194/1271, 4M 2697/3806 */
-    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 0,
-     1024 * K + 1, CC__ROW_TWO},
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 256 * K, 0},
+    {CC_OP_ALLREDUCE, "recursive_doubling", cc__allreduce_recursive_doubling, ANY, 2, 2,
+     1024 * K + 1, 0},
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 0, 0, 256 * K, 0},
     /* From 4 ranks over TCP halving-doubling (2 log2 n rounds) beats the ring (2 (n - 1)) up
      * to 4 MiB on 2 CPUs. Measured 2026-12-01 20:40 UTC, load 6-7, medians of 5 launches, us
      * (ring / hd):
@@ -136,11 +136,12 @@ static const cc__algo_row_t rows[] = {
      *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067
      * At 2 ranks both take 2 steps and only the ring pipelines them (main against this row
      * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB. */
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 4 * 1024 * K, 0},
-    {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0},
-    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 64 * K + 1, 0},
-    {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0},
-    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 0, 4 * 1024 * K,
+     0},
+    {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0, 0},
+    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0, 0},
     /* Over TCP a stream of small broadcasts is bound by the root's sends: the ring's root
      * sends one message per op, binomial's log2(n). Measured 2026-12-01 18:15 UTC, load
      * 11-13 on 2 CPUs, medians of 5-7 launches, us (binomial / ring):
@@ -149,7 +150,7 @@ static const cc__algo_row_t rows[] = {
      *   3 ranks: 8.2/4.4, 17.4/9.8, 37.2/37.3;  4 ranks: 14.3/9.1, 24.3/12.4, 59.8/60.8;
      *   8 ranks: 28.4/12.3, 47.6/22.8, 102.5/90.2. From 16 KiB on they are alike. (Only NET
      * and SELF reach these rows: shm_cma takes every size on SHM.) */
-    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 16 * K, 0},
+    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 16 * K, 0},
     /* Above 16 KiB binomial beat the pipelined ring at every size measured, on 3, 4 and 8
      * ranks (2 CPUs: the bytes moved are (n - 1) x size either way, the ring pays more
      * pieces). 2026-12-01 20:40-20:43 UTC, load 5-7, medians of 5 launches, us (ring / bin):
@@ -160,13 +161,13 @@ static const cc__algo_row_t rows[] = {
      *   4 ranks: 64K 319/310, 256K 771/729, 1M 2706/2032, 4M 10017/7620, 16M 38624/33160
      *   8 ranks: 256K 1510/1366, 1M 5675/4768, 4M 19823/17952
      * Not measured above 16 MiB: the ring stays there. */
-    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 16 * 1024 * K + 1, 0},
-    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0},
-    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 64 * K + 1, 0},
-    {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0},
-    {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 128 * K, 0},
-    {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0},
-    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 64 * K + 1, 0},
+    {CC_OP_BROADCAST, "binomial", cc__broadcast_binomial, ANY, 0, 0, 16 * 1024 * K + 1, 0},
+    {CC_OP_BROADCAST, "ring", cc__broadcast_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_REDUCE, "shm_flat", cc__reduce_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0, 0},
+    {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 0, 128 * K, 0},
+    {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     /* 2026-12-03 14:05 UTC, 2 launches alternating, us out of place (compare.sh's column)
      * 128K / 512K / 2M / 8M / 32M, rank 0:
      *   CCOMM_ALGO_ALLGATHER=shm_cma|shm_stream ccrun -n N ccperf allgather -b 128K -e 64M
@@ -175,8 +176,8 @@ static const cc__algo_row_t rows[] = {
      *            cma 13.1 / 70.8 / 224 / 1349 / 8953, 12.3 / 71.1 / 214 / 1730 / 9014
      *   4 ranks: stream 28.0 / 129 / 411 / 2185 / 9720, 32.5 / 141 / 362 / 2207 / 9482;
      *            cma 45.7 / 157 / 500 / 3184 / 17357, 43.0 / 160 / 493 / 3186 / 19188 */
-    {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0},
-    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0, 0},
+    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0, 0},
     /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,
      * load 6-7, medians of 5 launches, us (ring / bruck):
      *   bench/ab.sh --a build --b build --a-env CCOMM_ALGO_ALLGATHER=ring
@@ -198,12 +199,12 @@ static const cc__algo_row_t rows[] = {
      *            512K 921/747.
      * So the ring at every size on 2 ranks, Bruck up to 64 KiB on 3 and 4 ranks and the
      * ring above; 5 ranks and more keep the 512 KiB bound, not measured again. */
-    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 5, 512 * K, 0},
-    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 3, 64 * K + 1, 0},
-    {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0},
-    {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0},
-    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 64 * K + 1, 0},
-    {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 5, 0, 512 * K, 0},
+    {CC_OP_ALLGATHER, "bruck", cc__allgather_bruck, ANY, 3, 0, 64 * K + 1, 0},
+    {CC_OP_ALLGATHER, "ring", cc__allgather_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLGATHERV, "ring", cc__allgatherv_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_flat", cc__reduce_scatter_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    {CC_OP_REDUCE_SCATTER, "shm_cma", cc__reduce_scatter_shm_cma, SHM, 0, 0, 0, 0},
     /* Small reduce-scatters over TCP: the whole vector allreduced by recursive doubling, 2
      * messages per rank at 4 ranks where the ring sends 3 in 3 rounds (5 ranks: 4 rounds
      * either way, but 3 of them are one fold message). From 64 KiB its full-size messages
@@ -216,11 +217,11 @@ static const cc__algo_row_t rows[] = {
      *            8K 184/144, 16K 213/197, 32K 201/198
      *   5 ranks: 4K 299/171, 32K 300/298;  8 ranks: 4K 770/441, 32K 943/700
      * (3 ranks keep the ring: 2 rounds, against the fold's 3.) */
-    {CC_OP_REDUCE_SCATTER, "recursive_doubling", cc__reduce_scatter_rd, ANY, 4, 32 * K + 1, 0},
-    {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0},
-    {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0},
-    {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 64 * K + 1, 0},
-    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTER, "recursive_doubling", cc__reduce_scatter_rd, ANY, 4, 0, 32 * K + 1, 0},
+    {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0, 0},
     /* Over TCP a small op costs per message and per round, not per byte; on 2 CPUs, 4+ ranks,
      * about 12 us a message (alltoall linear at 4 ranks: 12 messages, ~150 us). Bruck sends
      * ceil(log2 n) messages in as many rounds, linear n - 1 in one: fewer at n = 4 (2 vs 3)
@@ -233,45 +234,45 @@ static const cc__algo_row_t rows[] = {
      *            32K 195/220, 64K 249/327
      *   5 ranks: 1K 203/266, 4K 277/287, 16K 309/339, 32K 322/400
      *   6 ranks: 1K 459/336, 8K 362/292;  8 ranks: 4K 730/394, 32K 701/630 */
-    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 6, 16 * K + 1, 0},
-    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 4, 16 * K + 1, CC__ROW_POW2},
-    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 64 * K, 0},
-    {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
-    {CC_OP_ALLTOALLV, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0},
-    {CC_OP_ALLTOALLV, "linear", cc__alltoall_linear, ANY, 0, 0, CC__ROW_FORCED_ONLY},
-    {CC_OP_GATHER, "shm_flat", cc__gather_shm_flat, SHM, 0, 16 * K, 0},
-    {CC_OP_GATHER, "shm_cma", cc__gather_shm_cma, SHM, 0, 0, 0},
-    {CC_OP_GATHER, "binomial", cc__gather_binomial, ANY, 0, 64 * K, 0},
-    {CC_OP_GATHER, "linear", cc__gather_linear, ANY, 0, 0, 0},
-    {CC_OP_GATHERV, "linear", cc__gather_linear, ANY, 0, 0, 0},
-    {CC_OP_SCATTER, "shm_flat", cc__scatter_shm_flat, SHM, 0, 16 * K, 0},
-    {CC_OP_SCATTER, "shm_cma", cc__scatter_shm_cma, SHM, 0, 0, 0},
-    {CC_OP_SCATTER, "binomial", cc__scatter_binomial, ANY, 0, 64 * K, 0},
-    {CC_OP_SCATTER, "linear", cc__scatter_linear, ANY, 0, 0, 0},
-    {CC_OP_SCATTERV, "linear", cc__scatter_linear, ANY, 0, 0, 0},
-    {CC_OP_MONITORED_BARRIER, "all_to_one", cc__monitored_barrier_all_to_one, ANY, 0, 0, 0},
-    {CC_OP_GROUP, "batch", cc__group_batch, ANY, 0, 0, 0},
-    {CC_OP_COALESCED, "packed", cc__coalesced_packed, ANY, 0, 0, 0},
-    {CC_OP_ALLGATHER_BYTES, "two_phase", cc__allgather_bytes_two_phase, ANY, 0, 0, 0},
-    {CC_OP_BROADCAST_BYTES, "two_phase", cc__broadcast_bytes_two_phase, ANY, 0, 0, 0},
-    {CC_OP_GATHER_BYTES, "two_phase", cc__gather_bytes_two_phase, ANY, 0, 0, 0},
-    {CC_OP_SCATTER_BYTES, "two_phase", cc__scatter_bytes_two_phase, ANY, 0, 0, 0},
-    {CC_OP_SEND_BYTES, "two_phase", cc__send_bytes_two_phase, ANY, 0, 0, 0},
-    {CC_OP_RECV_BYTES, "two_phase", cc__recv_bytes_two_phase, ANY, 0, 0, 0},
+    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 6, 0, 16 * K + 1, 0},
+    {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 4, 0, 16 * K + 1, CC__ROW_POW2},
+    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 0, 64 * K, 0},
+    {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLTOALLV, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLTOALLV, "linear", cc__alltoall_linear, ANY, 0, 0, 0, CC__ROW_FORCED_ONLY},
+    {CC_OP_GATHER, "shm_flat", cc__gather_shm_flat, SHM, 0, 0, 16 * K, 0},
+    {CC_OP_GATHER, "shm_cma", cc__gather_shm_cma, SHM, 0, 0, 0, 0},
+    {CC_OP_GATHER, "binomial", cc__gather_binomial, ANY, 0, 0, 64 * K, 0},
+    {CC_OP_GATHER, "linear", cc__gather_linear, ANY, 0, 0, 0, 0},
+    {CC_OP_GATHERV, "linear", cc__gather_linear, ANY, 0, 0, 0, 0},
+    {CC_OP_SCATTER, "shm_flat", cc__scatter_shm_flat, SHM, 0, 0, 16 * K, 0},
+    {CC_OP_SCATTER, "shm_cma", cc__scatter_shm_cma, SHM, 0, 0, 0, 0},
+    {CC_OP_SCATTER, "binomial", cc__scatter_binomial, ANY, 0, 0, 64 * K, 0},
+    {CC_OP_SCATTER, "linear", cc__scatter_linear, ANY, 0, 0, 0, 0},
+    {CC_OP_SCATTERV, "linear", cc__scatter_linear, ANY, 0, 0, 0, 0},
+    {CC_OP_MONITORED_BARRIER, "all_to_one", cc__monitored_barrier_all_to_one, ANY, 0, 0, 0, 0},
+    {CC_OP_GROUP, "batch", cc__group_batch, ANY, 0, 0, 0, 0},
+    {CC_OP_COALESCED, "packed", cc__coalesced_packed, ANY, 0, 0, 0, 0},
+    {CC_OP_ALLGATHER_BYTES, "two_phase", cc__allgather_bytes_two_phase, ANY, 0, 0, 0, 0},
+    {CC_OP_BROADCAST_BYTES, "two_phase", cc__broadcast_bytes_two_phase, ANY, 0, 0, 0, 0},
+    {CC_OP_GATHER_BYTES, "two_phase", cc__gather_bytes_two_phase, ANY, 0, 0, 0, 0},
+    {CC_OP_SCATTER_BYTES, "two_phase", cc__scatter_bytes_two_phase, ANY, 0, 0, 0, 0},
+    {CC_OP_SEND_BYTES, "two_phase", cc__send_bytes_two_phase, ANY, 0, 0, 0, 0},
+    {CC_OP_RECV_BYTES, "two_phase", cc__recv_bytes_two_phase, ANY, 0, 0, 0, 0},
     /* Window ops: per transport class, like the collectives. An all-shm comm (and one rank)
      * uses cross-memory attach and the shared signal segment (window_shm.c); a comm with a
      * TCP peer serves every peer over TCP (window_tcp_ops.c), since it has no arena and a
      * segment could not reach its other hosts. cc_window_create set up the one they need. */
-    {CC_OP_WIN_PUT, "cma", cc__win_put_cma, SHM | CC__TPM_SELF, 0, 0, 0},
-    {CC_OP_WIN_PUT, "tcp", cc__win_put_tcp, CC__TPM_NET, 0, 0, 0},
-    {CC_OP_WIN_GET, "cma", cc__win_get_cma, SHM | CC__TPM_SELF, 0, 0, 0},
-    {CC_OP_WIN_GET, "tcp", cc__win_get_tcp, CC__TPM_NET, 0, 0, 0},
-    {CC_OP_WIN_SIGNAL, "shm", cc__win_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0},
-    {CC_OP_WIN_SIGNAL, "tcp", cc__win_signal_tcp, CC__TPM_NET, 0, 0, 0},
-    {CC_OP_WIN_WAIT_SIGNAL, "shm", cc__win_wait_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0},
-    {CC_OP_WIN_WAIT_SIGNAL, "tcp", cc__win_wait_signal_tcp, CC__TPM_NET, 0, 0, 0},
-    {CC_OP_WIN_FLUSH, "shm", cc__win_flush_shm, SHM | CC__TPM_SELF, 0, 0, 0},
-    {CC_OP_WIN_FLUSH, "tcp", cc__win_flush_tcp, CC__TPM_NET, 0, 0, 0},
+    {CC_OP_WIN_PUT, "cma", cc__win_put_cma, SHM | CC__TPM_SELF, 0, 0, 0, 0},
+    {CC_OP_WIN_PUT, "tcp", cc__win_put_tcp, CC__TPM_NET, 0, 0, 0, 0},
+    {CC_OP_WIN_GET, "cma", cc__win_get_cma, SHM | CC__TPM_SELF, 0, 0, 0, 0},
+    {CC_OP_WIN_GET, "tcp", cc__win_get_tcp, CC__TPM_NET, 0, 0, 0, 0},
+    {CC_OP_WIN_SIGNAL, "shm", cc__win_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0, 0},
+    {CC_OP_WIN_SIGNAL, "tcp", cc__win_signal_tcp, CC__TPM_NET, 0, 0, 0, 0},
+    {CC_OP_WIN_WAIT_SIGNAL, "shm", cc__win_wait_signal_shm, SHM | CC__TPM_SELF, 0, 0, 0, 0},
+    {CC_OP_WIN_WAIT_SIGNAL, "tcp", cc__win_wait_signal_tcp, CC__TPM_NET, 0, 0, 0, 0},
+    {CC_OP_WIN_FLUSH, "shm", cc__win_flush_shm, SHM | CC__TPM_SELF, 0, 0, 0, 0},
+    {CC_OP_WIN_FLUSH, "tcp", cc__win_flush_tcp, CC__TPM_NET, 0, 0, 0, 0},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -433,8 +434,8 @@ static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc
         if (r->type != op->info.type || !(r->tpm & nc->tpm) || (r->flags & CC__ROW_FORCED_ONLY))
             continue;
         if ((r->flags & CC__ROW_POW2) && (nc->size & (nc->size - 1))) continue;
-        if ((r->flags & CC__ROW_TWO) && nc->size != 2) continue;
-        if (nc->size >= r->min_ranks && (!r->max_bytes || b < r->max_bytes)) return r;
+        if (nc->size < r->min_ranks || (r->max_ranks && nc->size > r->max_ranks)) continue;
+        if (!r->max_bytes || b < r->max_bytes) return r;
     }
     cc_log_error(CC_SUBSYS_COLL, "native engine has no algorithm for %s on transport %s",
                  cc_op_type_name(op->info.type), nc->transport);
