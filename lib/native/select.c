@@ -236,7 +236,20 @@ static const cc__algo_row_t rows[] = {
      *   6 ranks: 1K 459/336, 8K 362/292;  8 ranks: 4K 730/394, 32K 701/630 */
     {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 6, 0, 16 * K + 1, 0},
     {CC_OP_ALLTOALL, "bruck", cc__alltoall_bruck, ANY, 4, 0, 16 * K + 1, CC__ROW_POW2},
-    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 0, 64 * K, 0},
+    /* Linear (every message posted at once) against pairwise (n - 1 exchanges in turn) above
+     * 64 KiB. 2026-12-03 16:35-16:45 UTC, quiet host, 2 CPUs, medians of 5 launches, us
+     * (pairwise / linear):
+     *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLTOALL=pairwise --b build
+     *     --b-env CCOMM_ALGO_ALLTOALL=linear --transport tcp --ranks N --coll alltoall
+     *     --sizes "64K 256K 1M 4M 16M 64M" --launches 5
+     *   3 ranks: 256K 212/184, 1M 584/597, 4M 3014/3208
+     *   4 ranks: 64K 133/118, 128K 254/209, 256K 396/262, 1M 1119/964, 4M 4668/4154 (again
+     *            5622/4676), 8M 9879/9042, 16M 15923/17956 (again 19601/19865), 64M 65527/71300
+     *   8 ranks: 256K 1418/962, 1M 4399/3310, 4M 14933/11928
+     * With the ranks' flows all open the kernel keeps both CPUs copying; from 16 MiB the
+     * sockets' buffers are full either way and pairwise's one flow at a time is ahead. */
+    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 4, 0, 8 * 1024 * K + 1, 0},
+    {CC_OP_ALLTOALL, "linear", cc__alltoall_linear, ANY, 0, 0, 256 * K + 1, 0},
     {CC_OP_ALLTOALL, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0, 0},
     {CC_OP_ALLTOALLV, "pairwise", cc__alltoall_pairwise, ANY, 0, 0, 0, 0},
     {CC_OP_ALLTOALLV, "linear", cc__alltoall_linear, ANY, 0, 0, 0, CC__ROW_FORCED_ONLY},

@@ -114,7 +114,8 @@ static const struct row rows[] = {
     {0, CC_OP_ALLGATHER, 64 * K + 1, "bruck", "ring", 3, 4},
     {0, CC_OP_ALLGATHER, 64 * K + 1, "ring", "ring", 2, 2}, /* no Bruck on 2 ranks */
     {0, CC_OP_ALLTOALL, 16 * K + 1, "bruck", "linear", 4, 4},
-    {0, CC_OP_ALLTOALL, 64 * K, "linear", "pairwise", 0, 0},
+    {0, CC_OP_ALLTOALL, 256 * K + 1, "linear", "pairwise", 0, 3},
+    {0, CC_OP_ALLTOALL, 8 * 1024 * K + 1, "linear", "pairwise", 4, 0},
     {0, CC_OP_REDUCE_SCATTER, 32 * K + 1, "recursive_doubling", "ring", 4, 0},
     {0, CC_OP_GATHER, 64 * K, "binomial", "linear", 0, 0},
     {0, CC_OP_SCATTER, 64 * K, "binomial", "linear", 0, 0},

@@ -145,8 +145,15 @@ static void test_net_rows_by_size(void **state)
     cc__native_t eight = engine_of(8, CC__TPM_NET);
     EXPECT(&eight, CC_OP_ALLGATHER, 512 * K - 4, "bruck");
     EXPECT(&eight, CC_OP_ALLGATHER, 512 * K, "ring");
-    EXPECT(&nc, CC_OP_ALLTOALL, 64 * K - 4, "linear");
-    EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "pairwise");
+    /* Linear to 8 MiB from 4 ranks, to 256 KiB on fewer. */
+    EXPECT(&nc, CC_OP_ALLTOALL, 8 * 1024 * K, "linear");
+    EXPECT(&nc, CC_OP_ALLTOALL, 8 * 1024 * K + 4, "pairwise");
+    EXPECT(&eight, CC_OP_ALLTOALL, 8 * 1024 * K, "linear");
+    EXPECT(&eight, CC_OP_ALLTOALL, 8 * 1024 * K + 4, "pairwise");
+    EXPECT(&three, CC_OP_ALLTOALL, 256 * K, "linear");
+    EXPECT(&three, CC_OP_ALLTOALL, 256 * K + 4, "pairwise");
+    EXPECT(&two, CC_OP_ALLTOALL, 256 * K, "linear");
+    EXPECT(&two, CC_OP_ALLTOALL, 256 * K + 4, "pairwise");
     /* The few-message rows by rank count: Bruck at 4 and from 6 ranks, not 5 (a power-of-two
      * row and a min_ranks row); the doubling reduce-scatter from 4; neither on 2 or 3. */
     EXPECT(&nc, CC_OP_ALLTOALL, 4, "bruck");
