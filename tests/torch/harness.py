@@ -5,10 +5,13 @@ Debian's torchrun fails on Python 3.11, so the tests start ranks themselves: eac
 MASTER_ADDR, MASTER_PORT). A rank reports by its exit status; the parent asserts. Every
 launch is bounded by a timeout, after which every rank still running is killed.
 """
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 PY = os.environ.get("CCOMM_TEST_PYTHON", "/usr/bin/python3")
@@ -27,9 +30,23 @@ class Rank:
         self.out = self.err = ""
 
 
+_rings = []  # recorder directories this harness made, removed when the test's Python exits
+
+
+def _rings_dir():
+    """A recorder directory of this test's own: the rings a failing launch keeps (a hang, a
+    kill: the ranks leave them for ccdump) go there, not into /dev/shm/ccomm-$UID."""
+    if not _rings:
+        _rings.append(tempfile.mkdtemp(prefix="ccomm-torch-fr-"))
+        atexit.register(shutil.rmtree, _rings[0], True)
+    return _rings[0]
+
+
 def start(script, nranks, args=(), env=None, port=None):
     port = port or free_port()
     ranks = []
+    if "CCOMM_RECORDER_DIR" not in os.environ and "CCOMM_RECORDER_DIR" not in (env or {}):
+        env = dict(env or {}, CCOMM_RECORDER_DIR=_rings_dir())
     for r in range(nranks):
         e = dict(os.environ)
         e.update(RANK=str(r), WORLD_SIZE=str(nranks), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(nranks),
