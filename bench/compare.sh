@@ -26,6 +26,10 @@
 # works on one buffer, which is ccomm's in-place broadcast (out of place the
 # root also copies its input, which Open MPI's run does not; tables before
 # 2026-12-02 compared that column, copy included).
+# Before and after each launch's runs bench/line_rtt times a cache line's round trip between
+# CPUs 0 and 1; the log and the table's header give it (about 100 ns close, about 500 far
+# apart on this project's VM, whose hypervisor moves its vCPUs: a launch in the far placement
+# halves the cells that hand lines between ranks, for both libraries or for one).
 # Needs Open MPI (mpicc, mpirun); installs openmpi-bin and libopenmpi-dev
 # with apt-get when mpicc is missing.
 set -eu
@@ -123,12 +127,22 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
         print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
 }
 
+# The cache-line round trip between the first two CPUs (bench/line_rtt), in ns: on a VM whose
+# vCPUs the hypervisor moves, it says in which placement a launch ran ("?" without the tool).
+rtt() {
+    r=$("$BUILD/bin/line_rtt" 5 2>/dev/null | awk '{print $5}')
+    echo "${r:-?}"
+}
+: >"$TMP/rtt.tsv"
+
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "# compare.sh: $LAUNCHES launches; colls: $COLLS; ranks: $RANKS; transports: $TRANSPORTS; budget $BUDGET" >&2
 for l in $(seq 1 "$LAUNCHES"); do
     for tp in $TRANSPORTS; do
         for n in $RANKS; do
-            echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+            before=$(rtt)
+            echo "# launch $l/$LAUNCHES: $tp, $n ranks (load: $(cut -d' ' -f1-3 /proc/loadavg);" \
+                "cache-line round trip cpu 0-1: $before ns)" >&2
             # 8-byte latency: many iterations of one size.
             # 5000 warm-up calls: the flight recorder's ring (4096 entries) is first written then
             # (its pages are mapped populated, but its lines come cold from memory on the first lap).
@@ -136,14 +150,19 @@ for l in $(seq 1 "$LAUNCHES"); do
             for c in $COLLS; do
                 bench_both "$l" "$tp" "$n" "$c" 16 "$MAX" 4 "$ITERS" "$WARMUP"
             done
+            echo "$tp $n $l $before $(rtt)" >>"$TMP/rtt.tsv"
         done
     done
 done
 
 # ---- summary -------------------------------------------------------------------------------
-python3 - "$RES" "$START" "$LAUNCHES" "$*" >"$TMP/table.md" <<'EOF'
+python3 - "$RES" "$START" "$LAUNCHES" "$TMP/rtt.tsv" >"$TMP/table.md" <<'EOF'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
+rtt = collections.defaultdict(list)
+for line in open(sys.argv[4]):
+    tp, n, l, before, after = line.split()
+    rtt[(tp, n)].append(f"{before}/{after}")
 for line in open(sys.argv[1]):
     lib, tp, n, coll, size, t, bw = line.split()
     rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw)))
@@ -151,6 +170,11 @@ keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k
 print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
       "ratio = Open MPI time / ccomm time = ccomm busbw / Open MPI busbw "
       "(> 1: ccomm faster).\n")
+if rtt:
+    print("Cache-line round trip between CPUs 0 and 1 (bench/line_rtt, ns) before/after each "
+          "launch: " + "; ".join(f"{tp} {n} ranks {', '.join(v)}" for (tp, n), v in rtt.items())
+          + ". About 100 ns: the CPUs sit close; about 500: far apart, and every hand-over "
+          "of a line between ranks costs several times more.\n")
 print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
       "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio |")
 print("|---|---|---|---|---|---|---|---|---|")

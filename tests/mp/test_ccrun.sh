@@ -5,6 +5,9 @@
 set -u
 case=$1 CCRUN=$2 RANKPROG=$3 SRC=$4
 tmp=$(mktemp -d /tmp/ccrun_test.XXXXXX)
+# The rings of every case land here and go with it: a case whose ranks fail or are killed
+# keeps them (as it should), and they would pile up in /dev/shm/ccomm-$UID run after run.
+export CCOMM_RECORDER_DIR="$tmp/rings"
 pid=
 # A ccrun left in the background by a failed case dies here; its ranks follow (PDEATHSIG).
 cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"; }
@@ -167,7 +170,6 @@ env_doc)
     ;;
 rings)
     # A successful job's rings are removed; --keep-rings keeps them; a failed job's stay.
-    export CCOMM_RECORDER_DIR="$tmp/rings"
     run 0 -n 2 -- "$RANKPROG" comm 0
     [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 0 ] || fail "rings of a successful job left"
     run 0 -n 2 --keep-rings -- "$RANKPROG" comm 0
@@ -181,7 +183,6 @@ rings)
     has out 'rank 0 barrier: timed out'
     has err 'keeping the job.s rings: .*ccfr: '
     [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "rings of a job that timed out were removed"
-    unset CCOMM_RECORDER_DIR
     ;;
 netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;
 *) echo "unknown case $case"; exit 2 ;;
