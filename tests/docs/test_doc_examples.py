@@ -110,6 +110,9 @@ def run_example(src, build, doc, command, setup, needs):
         env.pop("CCOMM_LOG_LEVEL", None)
         for k in [k for k in env if k.startswith("CCOMM_")]:
             del env[k]
+        # Rings of the example's own: a failing one (a missing interface) keeps them, and in
+        # /dev/shm/ccomm-$UID they would outlive the test. A command may still name its own.
+        env["CCOMM_RECORDER_DIR"] = os.path.join(work, "rings")
         if setup:
             subprocess.run(setup, shell=True, cwd=work, env=env, timeout=180)
         p = subprocess.run(command, shell=True, cwd=work, env=env, timeout=180,
