@@ -9,8 +9,8 @@
  * Prints one line:
  *   line_rtt cpu A-B median M ns min F ns rounds R
  *
- * Why: on this project's 2-CPU VM the two vCPUs sit close (a trip of 90-145
- * ns) or far apart (480-515 ns) and the hypervisor moves them within
+ * Why: on this project's 2-CPU VM the two vCPUs sit close (a trip of 72-147
+ * ns) or far apart (453-537 ns) and the hypervisor moves them within
  * seconds. Everything that hands cache lines from one rank to the other (a
  * small op's flags, a staged copy) is 2-4x slower in the far placement,
  * which shows in tables as cells that halve between runs with no change

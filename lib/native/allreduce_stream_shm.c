@@ -199,6 +199,6 @@ cc_status_t cc__allreduce_shm_stream(cc__native_t *nc, cc__op_t *op)
 {
     size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
     size_t piece = cc__shm_stream_piece(nc->size, es);
-    uint64_t steps = piece ? op->info.in_count / piece / (uint64_t)nc->size + 2 : UINT64_MAX - 2;
+    uint64_t steps = piece ? op->info.in_count / piece / (uint64_t)nc->size + 2 : UINT64_MAX;
     return cc__shm_run_stream(nc, op, steps, stream_body, cc__allreduce_shm_cma);
 }

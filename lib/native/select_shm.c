@@ -82,7 +82,7 @@ cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body)
 cc_status_t cc__shm_run_stream(cc__native_t *nc, cc__op_t *op, uint64_t steps, cc__shm_body body,
                                cc_status_t (*cma)(cc__native_t *nc, cc__op_t *op))
 {
-    if (steps + 2 >= (1ull << CC__ARENA_PROG_BITS)) {
+    if (steps >= (1ull << CC__ARENA_PROG_BITS) - 2) {
         op->info.algorithm = "shm_cma";
         return cma(nc, op);
     }

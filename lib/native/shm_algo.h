@@ -57,8 +57,9 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
 /* The same for a body with no alternative but the transport's algorithm (no arena). */
 cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body);
 /* A stream body (shm_stream) counts its phases in prog's low CC__ARENA_PROG_BITS bits: an op
- * of `steps` phases or more than they hold runs `cma` instead (named shm_cma), as every rank
- * decides alike from the count; else the body, through cc__shm_run_body. */
+ * of `steps` phases or more than they hold (UINT64_MAX: it cannot stream) runs `cma` instead
+ * (named shm_cma), as every rank decides alike from the count; else the body, through
+ * cc__shm_run_body. */
 cc_status_t cc__shm_run_stream(cc__native_t *nc, cc__op_t *op, uint64_t steps, cc__shm_body body,
                                cc_status_t (*cma)(cc__native_t *nc, cc__op_t *op));
 /* Elements per piece of shm_stream on n ranks (allreduce_stream_shm.c). */
