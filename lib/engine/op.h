@@ -63,6 +63,9 @@ typedef struct cc__op {
     /* Set by an engine that runs this blocking op to its end on the caller's own thread, in
      * its submit: nobody can wait on `done`, so the end stores it without a locked exchange. */
     unsigned char caller_runs;
+    /* The door held the recorder's PRE back (door.c, cc__door_issue): the op's START writes
+     * PRE and START at once, or whatever comes first writes it (cc__op_record_pre). */
+    unsigned char pre_held;
     struct cc_work *work;       /* NULL for blocking ops */
     struct cc__op *next;        /* engine queues */
 } cc__op_t;
@@ -134,6 +137,13 @@ void cc__op_member_finished(cc__op_t *op, cc_status_t status);
  */
 void cc__op_started_at(cc__op_t *op, uint64_t t_ns);
 void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns);
+
+/*
+ * Write the recorder's PRE of an op whose PRE the door held back (op->pre_held), now; a no-op
+ * for any other op. An engine that hands such an op to another thread, or lets it wait
+ * before its START, calls it first: until then the recorder does not show the op.
+ */
+void cc__op_record_pre(cc__op_t *op);
 
 /* Wait for op->done until the deadline (CC_ERR_TIMEOUT then). Yields the CPU. */
 cc_status_t cc__op_wait_done(cc__op_t *op, uint64_t deadline_ns);

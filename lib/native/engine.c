@@ -149,6 +149,8 @@ static cc_status_t native_submit(void *state, cc__op_t *op)
         cc__op_finished(op, st);
         return st;
     }
+    /* Queued behind others: the recorder shows it SCHEDULED from now, not at its START. */
+    cc__op_record_pre(op);
     cc_status_t st = enqueue(nc, op);
     if (st != CC_OK && !op->work) cc__op_finished(op, st); /* a blocking op ends here */
     if (st != CC_OK || op->work) return st;

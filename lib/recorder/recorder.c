@@ -94,7 +94,9 @@ static int add_comm_of(cc__fr_ring_t *r, const cc_op_info_t *info)
     return slot;
 }
 
-void cc__recorder_do_pre(const cc_op_info_t *info, uint64_t *rec)
+/* PRE, or PRE and START at once (`fused`): one logic, folded per entry point. */
+static inline __attribute__((always_inline)) void recorder_pre(const cc_op_info_t *info,
+                                                               uint64_t *rec, int fused)
 {
     cc__fr_ring_t *r = ring();
     if (!r) return;
@@ -105,9 +107,28 @@ void cc__recorder_do_pre(const cc_op_info_t *info, uint64_t *rec)
     uint64_t t = info->t_enqueue_ns ? info->t_enqueue_ns : cc__now_ns();
     uint64_t frames[CC__FR_MAX_FRAMES];
     unsigned nframes = r->stack_depth ? cc__fr_stack_capture(frames, r->stack_depth) : 0;
-    *rec = cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
-    if (is_coll(info->type) && info->coll_seq)
-        cc__fr_comm_enqueued(r, slot, info->coll_seq);
+    if (!fused) {
+        *rec = cc__fr_ring_pre_op(r, info, slot, my_tid(), t, frames, nframes);
+    } else {
+        uint64_t t0 = info->t_start_ns ? info->t_start_ns : t;
+        *rec = cc__fr_ring_pre_start_op(r, info, slot, my_tid(), t, t0, frames, nframes);
+    }
+    if (is_coll(info->type) && info->coll_seq) {
+        if (fused && *rec)
+            cc__fr_comm_enqueued_started(r, slot, info->coll_seq);
+        else
+            cc__fr_comm_enqueued(r, slot, info->coll_seq);
+    }
+}
+
+void cc__recorder_do_pre(const cc_op_info_t *info, uint64_t *rec)
+{
+    recorder_pre(info, rec, 0);
+}
+
+void cc__recorder_do_pre_start(const cc_op_info_t *info, uint64_t *rec)
+{
+    recorder_pre(info, rec, 1);
 }
 
 void cc__recorder_do_start(const cc_op_info_t *info, uint64_t rid)
@@ -120,7 +141,9 @@ void cc__recorder_do_start(const cc_op_info_t *info, uint64_t rid)
         cc__fr_comm_seq(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
 }
 
-void cc__recorder_do_post(const cc_op_info_t *info, uint64_t rid)
+/* POST; `own`: the op's comm has no op on another thread (cc__recorder_post_own). One
+ * function for both, so that the ring's end update has one caller and is inlined in it. */
+void cc__recorder_do_post(const cc_op_info_t *info, uint64_t rid, int own)
 {
     cc__fr_ring_t *r = ring();
     if (!rid || !r) return;
@@ -128,8 +151,12 @@ void cc__recorder_do_post(const cc_op_info_t *info, uint64_t rid)
     int slot = cc__fr_ring_end(r, rid, info->status, info->t_start_ns,
                                info->t_end_ns ? info->t_end_ns : cc__now_ns(), my_tid(),
                                info->algorithm, info->transport);
-    if (slot >= 0 && info->status == CC_OK && is_coll(info->type) && info->coll_seq)
-        cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
+    if (slot >= 0 && info->status == CC_OK && is_coll(info->type) && info->coll_seq) {
+        if (own)
+            cc__fr_comm_seq_own(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
+        else
+            cc__fr_comm_seq(r, slot, CC__FR_SEQ_COMPLETED, info->coll_seq);
+    }
     /* Lifecycle ends (rare): the comm's members may be known only now. */
     if (info->type == CC_OP_COMM_INIT && info->status == CC_OK) add_comm_of(r, info);
     if (info->type == CC_OP_COMM_DESTROY)

@@ -64,8 +64,9 @@ const char *cc__recorder_path(void);
 /* Never inlined (LTO would): the door's functions would save six registers for them on
  * every op, the recorder on or off. */
 __attribute__((noinline)) void cc__recorder_do_pre(const cc_op_info_t *op, uint64_t *rec);
+__attribute__((noinline)) void cc__recorder_do_pre_start(const cc_op_info_t *op, uint64_t *rec);
 __attribute__((noinline)) void cc__recorder_do_start(const cc_op_info_t *op, uint64_t rec);
-__attribute__((noinline)) void cc__recorder_do_post(const cc_op_info_t *op, uint64_t rec);
+__attribute__((noinline)) void cc__recorder_do_post(const cc_op_info_t *op, uint64_t rec, int own);
 
 /* The open ring (NULL = off), for the tests below; recorder.c owns it. */
 extern struct cc__fr_ring *cc__fr_open_ring;
@@ -81,6 +82,16 @@ CC__FR_INLINE void cc__recorder_pre(const cc_op_info_t *op, uint64_t *rec)
     if (__atomic_load_n(&cc__fr_open_ring, __ATOMIC_RELAXED)) cc__recorder_do_pre(op, rec);
 }
 
+/* PRE and START in one write, for an op whose PRE the door held back until it started
+ * (door.c: the native engine's blocking op run on the caller's thread, with no op of its comm
+ * on another thread): the entry that cc__recorder_pre then cc__recorder_start leave, STARTED
+ * at op->t_start_ns, and the comm's enqueued and started counts raised with plain stores. */
+CC__FR_INLINE void cc__recorder_pre_start(const cc_op_info_t *op, uint64_t *rec)
+{
+    *rec = 0;
+    if (__atomic_load_n(&cc__fr_open_ring, __ATOMIC_RELAXED)) cc__recorder_do_pre_start(op, rec);
+}
+
 CC__FR_INLINE void cc__recorder_start(const cc_op_info_t *op, uint64_t rec)
 {
     if (rec) cc__recorder_do_start(op, rec);
@@ -88,7 +99,15 @@ CC__FR_INLINE void cc__recorder_start(const cc_op_info_t *op, uint64_t rec)
 
 CC__FR_INLINE void cc__recorder_post(const cc_op_info_t *op, uint64_t rec)
 {
-    if (rec) cc__recorder_do_post(op, rec);
+    if (rec) cc__recorder_do_post(op, rec, 0);
+}
+
+/* POST of an op whose comm has no op on another thread (door.c: an op the native engine ran
+ * on the caller's thread with nothing queued): the comm's completed count is raised with a
+ * plain store, not a CAS. */
+CC__FR_INLINE void cc__recorder_post_own(const cc_op_info_t *op, uint64_t rec)
+{
+    if (rec) cc__recorder_do_post(op, rec, 1);
 }
 /* The abort hook cc__recorder_open adds for every comm; async-signal-safe. */
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user);

@@ -152,9 +152,12 @@ static inline uint64_t pack32(uint32_t lo, uint32_t hi)
 #define CC__FR_FIXED_WORDS (CC__FR_FIXED_BYTES / 8)
 
 /* Words 0 (seq) and 1 (record id) are left 0; reserved bytes are 0. Out-of-range enums are
- * clamped to "none" so readers never reject the entry for a value the door let through. */
+ * clamped to "none" so readers never reject the entry for a value the door let through.
+ * `state` is SCHEDULED, or STARTED with its `t_start_ns` for a PRE that is its op's START
+ * too (cc__fr_ring_pre_start_op). */
 static inline void pack_fixed(uint64_t w[CC__FR_FIXED_WORDS], const cc_op_info_t *info,
-                              int comm_slot, uint32_t tid, uint64_t t_enqueue_ns, unsigned nframes)
+                              int comm_slot, uint32_t tid, uint64_t t_enqueue_ns, unsigned nframes,
+                              uint32_t state, uint64_t t_start_ns)
 {
     w[0] = w[1] = 0;
     w[2] = info->op_id;
@@ -176,8 +179,9 @@ static inline void pack_fixed(uint64_t w[CC__FR_FIXED_WORDS], const cc_op_info_t
     w[15] = (uint64_t)((unsigned)info->redop <= CC_REDOP_COUNT ? (uint8_t)info->redop
                                                                : CC_REDOP_COUNT) |
             (uint64_t)(uint8_t)nframes << 8;
-    w[16] = pack32(CC__FR_SCHEDULED, (uint32_t)CC_INPROGRESS);
-    w[17] = w[18] = w[19] = 0; /* t_start_ns, t_end_ns, flags and end_tid */
+    w[16] = pack32(state, (uint32_t)CC_INPROGRESS);
+    w[17] = t_start_ns;
+    w[18] = w[19] = 0; /* t_end_ns, flags and end_tid */
 }
 
 void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slot, uint32_t tid,
@@ -188,7 +192,7 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
      * (later minor versions read zero as "absent"). */
     memset(e, 0, sizeof(*e));
     uint64_t w[CC__FR_FIXED_WORDS];
-    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, 0);
+    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, 0, CC__FR_SCHEDULED, 0);
     memcpy(e, w, sizeof(w));
     /* Known at PRE only for some ops; START and POST fill them in later. */
     put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
@@ -337,13 +341,16 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
     return rid;
 }
 
-uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
-                            uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
-                            unsigned nframes)
+/* PRE in place, of an op that has not started (SCHEDULED) or that starts with it (STARTED at
+ * t_start_ns): one logic, which the compiler folds per entry point. */
+static inline __attribute__((always_inline)) uint64_t
+ring_pre(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot, uint32_t tid,
+         uint64_t t_enqueue_ns, const uint64_t *frames, unsigned nframes, uint32_t state,
+         uint64_t t_start_ns)
 {
     unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
     uint64_t w[CC__FR_FIXED_WORDS];
-    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf);
+    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf, state, t_start_ns);
     uint64_t rid, idx, s;
     cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
     if (!slot) return 0;
@@ -366,6 +373,21 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
     slot_unlock(slot, s, 1);
     prefetch_next(r, idx);
     return rid;
+}
+
+uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
+                            uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
+                            unsigned nframes)
+{
+    return ring_pre(r, info, comm_slot, tid, t_enqueue_ns, frames, nframes, CC__FR_SCHEDULED, 0);
+}
+
+uint64_t cc__fr_ring_pre_start_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
+                                  uint32_t tid, uint64_t t_enqueue_ns, uint64_t t_start_ns,
+                                  const uint64_t *frames, unsigned nframes)
+{
+    return ring_pre(r, info, comm_slot, tid, t_enqueue_ns, frames, nframes, CC__FR_STARTED,
+                    t_start_ns);
 }
 
 /* The (state, status) word and the (flags, end_tid) word of line 2. */

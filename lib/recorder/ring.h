@@ -107,6 +107,17 @@ uint64_t cc__fr_ring_pre_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm
                             uint32_t tid, uint64_t t_enqueue_ns, const uint64_t *frames,
                             unsigned nframes);
 
+/*
+ * PRE and START of an op in one write, for an op that starts as it is
+ * issued (the native engine's blocking op on the caller's thread): the
+ * entry PRE writes, STARTED at `t_start_ns`, with the op's algorithm and
+ * transport, as cc__fr_ring_pre_op and then cc__fr_ring_start leave it. One
+ * slot lock instead of two (docs/performance.md, "Night of 2026-12-03").
+ */
+uint64_t cc__fr_ring_pre_start_op(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot,
+                                  uint32_t tid, uint64_t t_enqueue_ns, uint64_t t_start_ns,
+                                  const uint64_t *frames, unsigned nframes);
+
 /* What START and POST change. Strings are borrowed; NULL leaves the field. */
 typedef struct cc__fr_update {
     uint32_t state;      /* CC__FR_STARTED, or an end state for POST */

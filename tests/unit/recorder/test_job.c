@@ -9,6 +9,7 @@
  *  - a rank killed with SIGKILL leaves a readable ring behind.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -191,6 +192,82 @@ static void test_abort(void **state)
     json_decref(j);
 }
 
+/*
+ * A blocking op queued behind an async one (the progress thread runs it later) is in the
+ * ring as SCHEDULED while it waits: the door holds back only the PRE of an op that starts
+ * at once. Rank 0 issues an async allreduce and then a blocking one while rank 1 is late;
+ * a thread of rank 0 reads its own ring meanwhile.
+ */
+static uint32_t seen_state[2];
+static int seen_count;
+
+static void *look_at_ring(void *arg)
+{
+    (void)arg;
+    usleep(300 * 1000);
+    cc__fr_reader_t *r = NULL;
+    cc__fr_snapshot_t *s = NULL;
+    if (cc__fr_reader_open(cc_recorder_ring_path(), &r, NULL, 0) != CC_OK) return NULL;
+    if (cc__fr_reader_snapshot(r, &s, NULL, 0) == CC_OK) {
+        uint64_t first = UINT64_MAX;
+        for (uint32_t i = 0; i < s->nentries; i++) {
+            const cc__fr_entry_t *e = cc__fr_snap_entry(s, i);
+            if (e->type == CC_OP_ALLREDUCE && e->op_id < first) first = e->op_id;
+        }
+        for (uint32_t i = 0; i < s->nentries; i++) {
+            const cc__fr_entry_t *e = cc__fr_snap_entry(s, i);
+            if (e->type != CC_OP_ALLREDUCE || e->op_id - first > 1) continue;
+            seen_state[e->op_id - first] = e->state;
+            seen_count++;
+        }
+        cc__fr_snapshot_free(s);
+    }
+    cc__fr_reader_close(r);
+    return NULL;
+}
+
+static int queued_rank(int rank, int size, const char *addr, void *arg)
+{
+    (void)arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    float x = 1, y = 0, z = 0;
+    if (rank == 1) {
+        usleep(900 * 1000);
+        CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "first");
+        CC_TEST_REQUIRE(cc_allreduce(comm, &x, &z, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "second");
+    } else {
+        cc_work_t *w = NULL;
+        CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, &w) == CC_OK,
+                        "async");
+        pthread_t t;
+        CC_TEST_REQUIRE(pthread_create(&t, NULL, look_at_ring, NULL) == 0, "thread");
+        CC_TEST_REQUIRE(cc_allreduce(comm, &x, &z, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "blocking");
+        pthread_join(t, NULL);
+        CC_TEST_REQUIRE(cc_work_wait(w, 10000) == CC_OK, "wait");
+        cc_work_free(w);
+        CC_TEST_REQUIRE(seen_count == 2, "both allreduces in the ring while rank 1 was late "
+                        "(saw %d)", seen_count);
+        CC_TEST_REQUIRE(seen_state[0] == CC__FR_STARTED, "the async one started: %u",
+                        seen_state[0]);
+        CC_TEST_REQUIRE(seen_state[1] == CC__FR_SCHEDULED, "the blocking one waits: %u",
+                        seen_state[1]);
+    }
+    CC_TEST_REQUIRE(y == 2 && z == 2, "sums %g %g", y, z);
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void test_queued_op_scheduled(void **state)
+{
+    (void)state;
+    assert_int_equal(cc_test_fork_ranks(2, queued_rank, NULL, 60, job_env, NULL), 0);
+}
+
 /* Rank 1 dies by SIGKILL after a few ops; its ring stays readable. */
 static int kill_rank(int rank, int size, const char *addr, void *arg)
 {
@@ -233,7 +310,15 @@ static void test_killed_rank_ring(void **state)
         int completed = 0;
         for (uint32_t i = 0; i < s->nentries; i++) {
             const cc__fr_entry_t *e = cc__fr_snap_entry(s, i);
-            completed += e->type == CC_OP_ALLREDUCE && e->state == CC__FR_COMPLETED;
+            if (e->type != CC_OP_ALLREDUCE) continue;
+            completed += e->state == CC__FR_COMPLETED;
+            /* A blocking op the native engine runs on the caller's thread: the door writes
+             * its PRE and START at once, started at its enqueue time, with the names START
+             * knows (the algorithm, the transport). */
+            assert_int_equal(e->t_start_ns, e->t_enqueue_ns);
+            assert_true(e->t_end_ns >= e->t_start_ns);
+            assert_true(e->algorithm[0] && e->transport[0]);
+            assert_string_equal(e->engine, "native");
         }
         assert_int_equal(completed, 20);
         assert_true(s->ncomms >= 1 && s->comms[0].size == 2);
@@ -250,6 +335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ops_and_dump, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queued_op_scheduled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_rank_ring, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

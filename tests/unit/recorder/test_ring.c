@@ -466,6 +466,95 @@ static void test_pre_op_packed(void **state)
 }
 
 /*
+ * PRE and START in one write (cc__fr_ring_pre_start_op, the door's path for an op that
+ * starts as it is issued) leave the entry byte for byte as PRE then START do: the same
+ * slot, written both ways, after a previous op that left other names and every fixed
+ * byte set.
+ */
+static void test_pre_start_fused(void **state)
+{
+    (void)state;
+    char path[400];
+    cc__fr_ring_t *r = small_ring("fused.ccfr", 1, path, sizeof(path));
+    static const char other[] = "recursive_doubling", ring_[] = "ring", shm[] = "shm",
+                      native[] = "native";
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 0x0102030405060708ull, 0x1112131415161718ull, 9);
+    op.info.engine = native;
+    const cc__fr_entry_t *e = (const cc__fr_entry_t *)(const void *)r->slots;
+    unsigned char two_step[sizeof(cc__fr_entry_t)];
+    size_t from = offsetof(cc__fr_entry_t, op_id);
+    for (int pass = 0; pass < 2; pass++) {
+        /* The slot's previous op: other names, every fixed byte nonzero. */
+        op.info.algorithm = other;
+        op.info.transport = "tcp";
+        uint64_t old = cc__fr_ring_pre_op(r, &op.info, 1, 3, 4, NULL, 0);
+        assert_true(old > 0);
+        memset(r->slots + 8 + 8, 0xa5, offsetof(cc__fr_entry_t, algorithm) - 16);
+        uint64_t rid;
+        if (pass == 0) {
+            /* The door's two steps: PRE knows no names yet, START brings them. */
+            op.info.algorithm = op.info.transport = NULL;
+            rid = cc__fr_ring_pre_op(r, &op.info, 1, 0x89abcdefu, 1000, NULL, 0);
+            assert_int_equal(e->state, CC__FR_SCHEDULED);
+            assert_int_equal(cc__fr_ring_start(r, rid, 1000, 0x89abcdefu, ring_, shm), 1);
+            memcpy(two_step, e, sizeof(two_step));
+        } else {
+            op.info.algorithm = ring_;
+            op.info.transport = shm;
+            rid = cc__fr_ring_pre_start_op(r, &op.info, 1, 0x89abcdefu, 1000, 1000, NULL, 0);
+        }
+        assert_true(rid > old);
+        assert_int_equal(e->record_id, rid);
+        assert_int_equal(e->seq & 1, 0);
+        assert_int_equal(e->state, CC__FR_STARTED);
+        assert_int_equal(e->t_start_ns, 1000);
+        assert_string_equal(e->algorithm, "ring");
+        assert_string_equal(e->transport, "shm");
+    }
+    assert_memory_equal((const char *)e + from, two_step + from, sizeof(two_step) - from);
+    /* POST after the fused write ends it like any other. */
+    assert_int_equal(cc__fr_ring_end(r, e->record_id, CC_OK, 1000, 2000, 5, ring_, shm), 1);
+    assert_int_equal(e->state, CC__FR_COMPLETED);
+    assert_int_equal(e->t_start_ns, 1000);
+    assert_int_equal(e->t_end_ns, 2000);
+    cc__fr_ring_destroy(r);
+    unlink(path);
+}
+
+/* The recorder's fused entry point moves the comm's pg_status as PRE and START do. */
+static void test_recorder_pre_start(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    assert_int_equal(cc__recorder_add_comm(7, 0, "world", 0, 2, world2), 0);
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 7, 1, 3);
+    op.info.algorithm = "ring";
+    op.info.t_enqueue_ns = op.info.t_start_ns = 12345;
+    cc__recorder_pre_start(&op.info, &op.rec_id);
+    assert_int_not_equal(op.rec_id, 0);
+    cc__fr_snapshot_t *s = rec_snapshot();
+    const cc__fr_entry_t *x = find_op(s, 1);
+    assert_non_null(x);
+    assert_int_equal(x->state, CC__FR_STARTED);
+    assert_int_equal(x->t_start_ns, 12345);
+    assert_string_equal(x->algorithm, "ring");
+    assert_int_equal(s->comms[0].last_enqueued, 3);
+    assert_int_equal(s->comms[0].last_started, 3);
+    assert_int_equal(s->comms[0].last_completed, 0);
+    cc__fr_snapshot_free(s);
+    op.info.status = CC_OK;
+    op.info.t_end_ns = 23456;
+    cc__recorder_post(&op.info, op.rec_id);
+    s = rec_snapshot();
+    assert_int_equal(find_op(s, 1)->state, CC__FR_COMPLETED);
+    assert_int_equal(s->comms[0].last_completed, 3);
+    cc__fr_snapshot_free(s);
+    cc__recorder_close();
+}
+
+/*
  * The recorder's PRE (cc__fr_ring_pre_op) writes names in place: it stores a
  * name only when the slot holds another, and a field the op has no name for
  * yet gets its first byte zeroed (reads ""), which START undoes when its name
@@ -654,6 +743,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_names_cache, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_names_in_place, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_pre_op_packed, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_pre_start_fused, rec_setup, rec_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_pre_start, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_recorder_off, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_door_calls, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_bad_open, rec_setup, rec_teardown),
