@@ -16,7 +16,15 @@
 #
 # Options: --build DIR (default build), --launches N, --rounds N, --ops N,
 # --ranks N (default 2), --transport T (default auto), --keep (keep the raw
-# results and the clog files).
+# results and the clog files), --close-only (below).
+#
+# The placement: bench/line_rtt times a cache line's round trip between CPUs 0
+# and 1 before and after each pair of launches; the summary counts the pairs
+# that ran close (both under 250 ns), far (both over) or moved. On a VM whose
+# vCPUs the hypervisor moves, a far or moved pair at 2 ranks differs by more
+# than the tax (docs/performance.md, "Evening of 2026-12-03"). --close-only
+# counts only the pairs that ran close, and runs more (at most three times
+# --launches in all) until --launches of them did.
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +35,8 @@ OPS=2000
 RANKS=2
 TRANSPORT=auto
 KEEP=0
+CLOSE_ONLY=0
+FAR_NS=250
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) BUILD=$2; shift ;;
@@ -36,6 +46,7 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift ;;
     --transport) TRANSPORT=$2; shift ;;
     --keep) KEEP=1 ;;
+    --close-only) CLOSE_ONLY=1 ;;
     -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "obs_tax.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -48,9 +59,9 @@ for v in "$LAUNCHES" "$ROUNDS" "$OPS" "$RANKS"; do
     esac
 done
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
-if [ ! -x "$BUILD/bin/obs_tax" ] || [ ! -x "$BUILD/bin/ccrun" ]; then
+if [ ! -x "$BUILD/bin/obs_tax" ] || [ ! -x "$BUILD/bin/ccrun" ] || [ ! -x "$BUILD/bin/line_rtt" ]; then
     cmake -S "$SRC" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j2 --target obs_tax ccrun >/dev/null
+    cmake --build "$BUILD" -j2 --target obs_tax ccrun line_rtt >/dev/null
 fi
 TMP=$(mktemp -d /tmp/ccomm-obstax.XXXXXX)
 # The rings go where they go by default (RAM-backed /dev/shm), in a directory of this run.
@@ -86,17 +97,55 @@ one() { # launch mode
     echo "# launch $l: $m median/min $ns ns/op (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 }
 
-echo "# obs_tax.sh: $LAUNCHES launches of each, $ROUNDS rounds of $OPS ops, $RANKS ranks, transport $TRANSPORT; $(uptime)" >&2
-for l in $(seq 1 "$LAUNCHES"); do
-    if [ $((l % 2)) = 1 ]; then one "$l" on; one "$l" off; else one "$l" off; one "$l" on; fi
-done
+# The median cache-line round trip between CPUs 0 and 1 in ns, or "?" without the tool.
+rtt() {
+    r=$("$BUILD/bin/line_rtt" 5 2>/dev/null | awk '{print $5}') || r=""
+    echo "${r:-?}"
+}
 
-python3 - "$RES" <<'EOF'
+echo "# obs_tax.sh: $LAUNCHES launches of each, $ROUNDS rounds of $OPS ops, $RANKS ranks, transport $TRANSPORT; $(uptime)" >&2
+tries=$LAUNCHES
+[ "$CLOSE_ONLY" = 1 ] && tries=$((3 * LAUNCHES))
+: >"$TMP/place"
+l=0 kept=0
+while [ "$l" -lt "$tries" ] && [ "$kept" -lt "$LAUNCHES" ]; do
+    l=$((l + 1))
+    before=$(rtt)
+    if [ $((l % 2)) = 1 ]; then one "$l" on; one "$l" off; else one "$l" off; one "$l" on; fi
+    after=$(rtt)
+    case "$before/$after" in
+    *"?"*) place=unknown ;;
+    *) if [ "$before" -lt "$FAR_NS" ] && [ "$after" -lt "$FAR_NS" ]; then place=close
+       elif [ "$before" -ge "$FAR_NS" ] && [ "$after" -ge "$FAR_NS" ]; then place=far
+       else place=moved; fi ;;
+    esac
+    keep=1
+    [ "$CLOSE_ONLY" = 1 ] && [ "$place" != close ] && keep=0
+    kept=$((kept + keep))
+    echo "$l $place $before/$after $keep" >>"$TMP/place"
+    echo "# launch $l: line_rtt $before/$after ns ($place)$([ "$keep" = 1 ] || echo ", not counted")" >&2
+done
+if [ "$kept" = 0 ]; then
+    echo "obs_tax.sh: no pair of launches ran close in $l" >&2
+    exit 1
+fi
+
+python3 - "$RES" "$TMP/place" <<'EOF'
 import collections, statistics, sys
+keep, places = set(), collections.Counter()
+for line in open(sys.argv[2]):
+    l, place, rtts, k = line.split()
+    places[place] += 1
+    if k == "1":
+        keep.add(int(l))
 by = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     l, mode, med, low, cpu = line.split()
-    by[int(l)][mode] = (float(med), float(low), float(cpu))
+    if int(l) in keep:
+        by[int(l)][mode] = (float(med), float(low), float(cpu))
+print(f"# placement of the pairs of launches (line_rtt before/after): {places['close']} close, "
+      f"{places['far']} far, {places['moved']} moved, {places['unknown']} unknown; "
+      f"{len(by)} counted")
 def show(what, i):
     on = [v["on"][i] for v in by.values()]
     off = [v["off"][i] for v in by.values()]
