@@ -1,0 +1,86 @@
+#!/bin/bash
+# bench/fresh_bcast.sh - does Open MPI's single-copy broadcast hold when the data changes?
+#
+# A 2-rank shm broadcast loop (bench/fresh_bcast.c) over an unchanged buffer, as every
+# benchmark times it, and over one the root writes before each call, as a training step
+# does; ccomm and Open MPI, each both ways, in rounds of four launches with bench/line_rtt
+# before and after each round (the VM's two placements, docs/performance.md). The summary
+# gives per placement (close: both line_rtt figures under 250 ns; far: both over; rounds
+# that moved are listed, not summed) the median µs per call of each series and the ratio
+# Open MPI / ccomm (> 1: ccomm faster). The root's writes are in both libraries' times.
+#
+#   bench/fresh_bcast.sh                         1 MiB, 400 calls a launch, 20 rounds
+#   bench/fresh_bcast.sh --bytes 4194304 --rounds 40 --iters 200
+#
+# Options: --build DIR (build), --bytes N (1048576), --iters N (400), --rounds N (20).
+set -eu
+BUILD=build BYTES=1048576 ITERS=400 ROUNDS=20 FAR_NS=250
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --bytes) BYTES=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
+    *) echo "fresh_bcast.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for v in "$BYTES" "$ITERS" "$ROUNDS"; do
+    case "$v" in '' | *[!0-9]* | 0)
+        echo "fresh_bcast.sh: \"$v\" is not a positive integer (--bytes, --iters, --rounds)" >&2
+        exit 2 ;;
+    esac
+done
+for b in fresh_bcast mpi_fresh_bcast ccrun line_rtt; do
+    [ -x "$BUILD/bin/$b" ] || {
+        echo "fresh_bcast.sh: $BUILD/bin/$b is missing (cmake --build $BUILD --target $b;" \
+             "mpi_fresh_bcast needs libopenmpi-dev)" >&2
+        exit 2
+    }
+done
+FR=$(mktemp -d /dev/shm/ccomm-freshbcast.XXXXXX)
+T=$(mktemp -d /tmp/ccomm-freshbcast.XXXXXX)
+trap 'rm -rf "$FR" "$T"' EXIT
+
+rtt() { "$BUILD/bin/line_rtt" 5 | awk '{print $5}'; }
+ompi() { # fresh
+    mpirun --allow-run-as-root --oversubscribe -n 2 "$BUILD/bin/mpi_fresh_bcast" "$BYTES" "$1" \
+        "$ITERS" 2>"$T/err" || { echo "fresh_bcast.sh: mpirun failed:" >&2; tail -3 "$T/err" >&2; exit 1; }
+}
+ccomm() { # fresh
+    CCOMM_LOG_LEVEL=ERROR CCOMM_RECORDER_DIR="$FR" "$BUILD/bin/ccrun" --no-prefix -n 2 \
+        "$BUILD/bin/fresh_bcast" "$BYTES" "$1" "$ITERS" 2>"$T/err" ||
+        { echo "fresh_bcast.sh: ccrun failed:" >&2; tail -3 "$T/err" >&2; exit 1; }
+}
+
+echo "# fresh_bcast.sh: $BYTES bytes, 2 ranks, $ITERS calls a launch, $ROUNDS rounds; $(uptime)"
+echo "# round  line_rtt before/after  place  ompi same  ompi fresh  ccomm same  ccomm fresh (us)"
+for r in $(seq "$ROUNDS"); do
+    a=$(rtt)
+    if [ $((r % 2)) = 1 ]; then
+        os=$(ompi 0) of=$(ompi 1) cs=$(ccomm 0) cf=$(ccomm 1)
+    else
+        cf=$(ccomm 1) cs=$(ccomm 0) of=$(ompi 1) os=$(ompi 0)
+    fi
+    b=$(rtt)
+    if [ "$a" -lt "$FAR_NS" ] && [ "$b" -lt "$FAR_NS" ]; then p=close
+    elif [ "$a" -ge "$FAR_NS" ] && [ "$b" -ge "$FAR_NS" ]; then p=far
+    else p=moved; fi
+    printf '%6d  %10s  %-6s %10s %11s %11s %12s\n' "$r" "$a/$b" "$p" "$os" "$of" "$cs" "$cf" |
+        tee -a "$T/rows"
+done
+python3 - "$T/rows" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for place in ("close", "far"):
+    sel = [r for r in rows if r[2] == place]
+    if not sel:
+        print(f"{place}: no round")
+        continue
+    m = [statistics.median(float(r[i]) for r in sel) for i in (3, 4, 5, 6)]
+    print(f"{place} ({len(sel)} rounds): median us  ompi same {m[0]:.1f}  fresh {m[1]:.1f};  "
+          f"ccomm same {m[2]:.1f}  fresh {m[3]:.1f};  ompi/ccomm same {m[0] / m[2]:.2f}, "
+          f"fresh {m[1] / m[3]:.2f}")
+moved = sum(1 for r in rows if r[2] == "moved")
+print(f"moved: {moved} rounds (listed above, not summed)")
+PY
