@@ -148,26 +148,11 @@ void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint
     }
 }
 
-void cc__fr_comm_enqueued(cc__fr_ring_t *r, int slot, uint64_t seq)
-{
-    if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
-    uint64_t *w = &r->comms[slot].last_enqueued;
-    if (__atomic_load_n(w, __ATOMIC_RELAXED) < seq) __atomic_store_n(w, seq, __ATOMIC_RELAXED);
-}
-
 void cc__fr_comm_seq_own(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq)
 {
     if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
     uint64_t *w = &r->comms[slot].last_enqueued + kind;
     if (__atomic_load_n(w, __ATOMIC_RELAXED) < seq) __atomic_store_n(w, seq, __ATOMIC_RELAXED);
-}
-
-void cc__fr_comm_enqueued_started(cc__fr_ring_t *r, int slot, uint64_t seq)
-{
-    if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
-    uint64_t *q = &r->comms[slot].last_enqueued, *st = &r->comms[slot].last_started;
-    if (__atomic_load_n(q, __ATOMIC_RELAXED) < seq) __atomic_store_n(q, seq, __ATOMIC_RELAXED);
-    if (__atomic_load_n(st, __ATOMIC_RELAXED) < seq) __atomic_store_n(st, seq, __ATOMIC_RELAXED);
 }
 
 void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason)

@@ -59,25 +59,15 @@ int cc__fr_comm_add(cc__fr_ring_t *r, const cc__fr_comm_desc_t *d);
 
 /* Raise a pg_status counter of `slot` to `seq` (never lowers it). Lock-free. */
 void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq);
-/* The same with a plain store, for a comm with no op on another thread (see below). */
+/*
+ * The same with a plain store, no CAS, for a counter that only the calling thread moves now.
+ * PRE's last_enqueued: PRE runs on the thread that issues the op, and a comm's collectives
+ * are issued one at a time (the door numbers them with a plain increment of coll_seq). The
+ * started and completed counts of an op the native engine runs on the caller's thread with
+ * nothing of its comm queued (the door's fused PRE and START, and that op's POST): the
+ * progress thread lowers its pending count only after its own op's POST. Never lowers it.
+ */
 void cc__fr_comm_seq_own(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq);
-
-/*
- * The same for last_enqueued, from PRE: a plain store, no CAS. PRE runs on the
- * thread that issues the op, and a comm's collectives are issued one at a time
- * (the door numbers them with a plain increment of the comm's coll_seq), so
- * the values come in increasing order from one thread at a time. Never lowers it.
- */
-void cc__fr_comm_enqueued(cc__fr_ring_t *r, int slot, uint64_t seq);
-
-/*
- * last_enqueued and last_started both, with plain stores, for an op whose PRE and START are
- * one write (cc__recorder_pre_start): the door fuses them only for an op the native engine
- * runs on the caller's thread because it has nothing queued, so no other thread is starting
- * an op of this comm (the progress thread lowers its pending count after its op's POST).
- * Never lowers either.
- */
-void cc__fr_comm_enqueued_started(cc__fr_ring_t *r, int slot, uint64_t seq);
 
 /* Mark a comm destroyed or aborted (CC__FR_CF_*). Async-signal-safe. */
 void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason);

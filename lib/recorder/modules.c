@@ -16,7 +16,8 @@
 #include "base/log.h"
 #include "recorder/modules.h"
 
-#define SKIP_FRAMES 2 /* cc__fr_stack_capture and the recorder's PRE (cc__recorder_do_pre or _pre_start) */
+/* cc__fr_stack_capture and the recorder's PRE (cc__recorder_do_pre or cc__recorder_do_pre_start) */
+#define SKIP_FRAMES 2
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 

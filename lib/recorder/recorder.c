@@ -114,10 +114,8 @@ static inline __attribute__((always_inline)) void recorder_pre(const cc_op_info_
         *rec = cc__fr_ring_pre_start_op(r, info, slot, my_tid(), t, t0, frames, nframes);
     }
     if (is_coll(info->type) && info->coll_seq) {
-        if (fused && *rec)
-            cc__fr_comm_enqueued_started(r, slot, info->coll_seq);
-        else
-            cc__fr_comm_enqueued(r, slot, info->coll_seq);
+        cc__fr_comm_seq_own(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
+        if (fused && *rec) cc__fr_comm_seq_own(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
     }
 }
 
