@@ -1,7 +1,9 @@
-# bench/bench_lib.sh - what bench/compare.sh and bench/put_compare.sh share
-# (sourced, POSIX sh): the --plot check made before the run, the programs both
-# sides need, and the order of the two libraries in each launch. NAME is the
-# calling script's name, for its messages.
+# shellcheck shell=sh
+# bench/bench_lib.sh - what the scripts in bench/ share (sourced, POSIX sh):
+# the --plot check made before the run, the programs both sides need, the order
+# of the two libraries in each launch (compare.sh, put_compare.sh), and the
+# cache-line round trip that tells a launch's placement (those two, obs_modes.sh,
+# obs_tax.sh, fresh_bcast.sh). NAME is the calling script's name, for its messages.
 
 # bench_check_plot NAME FILE: checked before the run, not after an hour of it ("" = no plot).
 bench_check_plot() {
@@ -48,4 +50,23 @@ bench_both() {
         run_ompi "$@"
         run_ccomm "$@"
     fi
+}
+
+# bench_rtt LINE_RTT: the median cache-line round trip between CPUs 0 and 1 in ns by
+# bench/line_rtt (the program's path), or "?" when it is missing, fails or prints no number.
+# On a VM whose vCPUs the hypervisor moves, it says in which placement a launch ran
+# (docs/performance.md, "Evening of 2026-12-03").
+bench_rtt() {
+    _bl_r=$("$1" 5 2>/dev/null | awk '{print $5}') || _bl_r=""
+    case "$_bl_r" in '' | *[!0-9]*) echo "?" ;; *) echo "$_bl_r" ;; esac
+}
+
+# bench_place BEFORE AFTER [FAR_NS]: the placement of what ran between two bench_rtt figures:
+# close (both under FAR_NS, default 250), far (both at or over it), moved, or unknown ("?").
+bench_place() {
+    _bl_far=${3:-250}
+    case "$1/$2" in *"?"*) echo unknown; return 0 ;; esac
+    if [ "$1" -lt "$_bl_far" ] && [ "$2" -lt "$_bl_far" ]; then echo close
+    elif [ "$1" -ge "$_bl_far" ] && [ "$2" -ge "$_bl_far" ]; then echo far
+    else echo moved; fi
 }

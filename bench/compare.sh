@@ -127,12 +127,8 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
         print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
 }
 
-# The cache-line round trip between the first two CPUs (bench/line_rtt), in ns: on a VM whose
-# vCPUs the hypervisor moves, it says in which placement a launch ran ("?" without the tool).
-rtt() {
-    r=$("$BUILD/bin/line_rtt" 5 2>/dev/null | awk '{print $5}')
-    echo "${r:-?}"
-}
+# The cache-line round trip between the first two CPUs, in ns ("?" without bench/line_rtt).
+rtt() { bench_rtt "$BUILD/bin/line_rtt"; }
 : >"$TMP/rtt.tsv"
 
 START=$(date -u '+%Y-%m-%d %H:%M UTC')

@@ -14,6 +14,7 @@
 #
 # Options: --build DIR (build), --bytes N (1048576), --iters N (400), --rounds N (20).
 set -eu
+. "$(dirname "$0")/bench_lib.sh"
 BUILD=build BYTES=1048576 ITERS=400 ROUNDS=20 FAR_NS=250
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,7 +43,7 @@ FR=$(mktemp -d /dev/shm/ccomm-freshbcast.XXXXXX)
 T=$(mktemp -d /tmp/ccomm-freshbcast.XXXXXX)
 trap 'rm -rf "$FR" "$T"' EXIT
 
-rtt() { "$BUILD/bin/line_rtt" 5 | awk '{print $5}'; }
+rtt() { bench_rtt "$BUILD/bin/line_rtt"; }
 ompi() { # fresh
     mpirun --allow-run-as-root --oversubscribe -n 2 "$BUILD/bin/mpi_fresh_bcast" "$BYTES" "$1" \
         "$ITERS" 2>"$T/err" || { echo "fresh_bcast.sh: mpirun failed:" >&2; tail -3 "$T/err" >&2; exit 1; }
@@ -63,9 +64,7 @@ for r in $(seq "$ROUNDS"); do
         cf=$(ccomm 1) cs=$(ccomm 0) of=$(ompi 1) os=$(ompi 0)
     fi
     b=$(rtt)
-    if [ "$a" -lt "$FAR_NS" ] && [ "$b" -lt "$FAR_NS" ]; then p=close
-    elif [ "$a" -ge "$FAR_NS" ] && [ "$b" -ge "$FAR_NS" ]; then p=far
-    else p=moved; fi
+    p=$(bench_place "$a" "$b" "$FAR_NS")
     printf '%6d  %10s  %-6s %10s %11s %11s %12s\n' "$r" "$a/$b" "$p" "$os" "$of" "$cs" "$cf" |
         tee -a "$T/rows"
 done

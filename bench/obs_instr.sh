@@ -17,6 +17,7 @@
 # instruction that misses the cache costs more than one that hits, so this
 # complements bench/obs_tax.sh (time, alternating launches) and does not
 # replace it; its figures are stable from run to run on any machine.
+# shellcheck disable=SC2046
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,6 +89,8 @@ self_costs() { # files...
              END { for (k in c) print k, c[k] }'
 }
 
+# Prints one callgrind file per line; callers split that list into arguments on purpose
+# (the paths are mktemp -d names, without spaces), hence SC2046 off in this file.
 rank_files() { # dir thread(main|other)
     for f in "$1"/cg.*; do
         grep -q "^cmd: *[^ ]*/$BIN " "$f" || continue

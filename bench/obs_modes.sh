@@ -27,6 +27,7 @@
 # --close-only keeps only the rounds that ran close, and runs more rounds (at most three
 # times --launches in all) until --launches of them did; the medians are of those.
 set -eu
+. "$(dirname "$0")/bench_lib.sh"
 LAUNCHES=9 RANKS=2 ROUNDS=21 OPS=5000 CLOSE_ONLY=0 FAR_NS=250
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -63,11 +64,7 @@ if [ "$CLOSE_ONLY" = 1 ] && [ ! -x "$RTT_BIN" ]; then
     echo "obs_modes.sh: --close-only needs $RTT_BIN (cmake --build BUILD --target line_rtt)" >&2
     exit 2
 fi
-# The median cache-line round trip between CPUs 0 and 1 in ns, or "?" without the tool.
-rtt() {
-    r=$("$RTT_BIN" 5 2>/dev/null | awk '{print $5}') || r=""
-    echo "${r:-?}"
-}
+rtt() { bench_rtt "$RTT_BIN"; }
 close=0 far=0 moved=0 unknown=0 kept=0 l=0
 tries=$LAUNCHES
 [ "$CLOSE_ONLY" = 1 ] && tries=$((3 * LAUNCHES))
@@ -98,15 +95,11 @@ while [ "$l" -lt "$tries" ] && [ "$kept" -lt "$LAUNCHES" ]; do
         echo "$name $r $w $d" >>"$T/round"
     done
     after=$(rtt)
-    if [ "$before" = "?" ] || [ "$after" = "?" ]; then
-        unknown=$((unknown + 1)) place=unknown
-    elif [ "$before" -lt "$FAR_NS" ] && [ "$after" -lt "$FAR_NS" ]; then
-        close=$((close + 1)) place=close
-    elif [ "$before" -ge "$FAR_NS" ] && [ "$after" -ge "$FAR_NS" ]; then
-        far=$((far + 1)) place=far
-    else
-        moved=$((moved + 1)) place=moved
-    fi
+    place=$(bench_place "$before" "$after" "$FAR_NS")
+    case "$place" in
+    close) close=$((close + 1)) ;; far) far=$((far + 1)) ;;
+    moved) moved=$((moved + 1)) ;; *) unknown=$((unknown + 1)) ;;
+    esac
     echo "$before/$after" >>"$T/rtts"
     if [ "$CLOSE_ONLY" = 0 ] || [ "$place" = close ]; then
         cat "$T/round" >>"$T/res"

@@ -28,6 +28,7 @@
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRC/bench/bench_lib.sh"
 BUILD=build
 LAUNCHES=7
 ROUNDS=21
@@ -97,11 +98,7 @@ one() { # launch mode
     echo "# launch $l: $m median/min $ns ns/op (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 }
 
-# The median cache-line round trip between CPUs 0 and 1 in ns, or "?" without the tool.
-rtt() {
-    r=$("$BUILD/bin/line_rtt" 5 2>/dev/null | awk '{print $5}') || r=""
-    echo "${r:-?}"
-}
+rtt() { bench_rtt "$BUILD/bin/line_rtt"; }
 
 echo "# obs_tax.sh: $LAUNCHES launches of each, $ROUNDS rounds of $OPS ops, $RANKS ranks, transport $TRANSPORT; $(uptime)" >&2
 tries=$LAUNCHES
@@ -113,12 +110,7 @@ while [ "$l" -lt "$tries" ] && [ "$kept" -lt "$LAUNCHES" ]; do
     before=$(rtt)
     if [ $((l % 2)) = 1 ]; then one "$l" on; one "$l" off; else one "$l" off; one "$l" on; fi
     after=$(rtt)
-    case "$before/$after" in
-    *"?"*) place=unknown ;;
-    *) if [ "$before" -lt "$FAR_NS" ] && [ "$after" -lt "$FAR_NS" ]; then place=close
-       elif [ "$before" -ge "$FAR_NS" ] && [ "$after" -ge "$FAR_NS" ]; then place=far
-       else place=moved; fi ;;
-    esac
+    place=$(bench_place "$before" "$after" "$FAR_NS")
     keep=1
     [ "$CLOSE_ONLY" = 1 ] && [ "$place" != close ] && keep=0
     kept=$((kept + keep))
