@@ -20,6 +20,7 @@
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRC/bench/bench_lib.sh"
 A=""
 B=build
 COLL=allreduce
@@ -48,11 +49,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ -n "$A" ] || { echo "ab.sh: --a DIR is required (the build to compare against)" >&2; exit 2; }
-for v in "$RANKS" "$LAUNCHES" "$ITERS"; do
-    case "$v" in '' | *[!0-9]* | 0)
-        echo "ab.sh: \"$v\" is not a positive integer (--ranks, --launches, --iters)" >&2; exit 2 ;;
-    esac
-done
+bench_posint ab.sh --ranks "$RANKS"
+bench_posint ab.sh --launches "$LAUNCHES"
+bench_posint ab.sh --iters "$ITERS"
 case "$TRANSPORT" in auto | tcp) ;; *) echo "ab.sh: --transport \"$TRANSPORT\": auto or tcp" >&2; exit 2 ;; esac
 for e in $A_ENV $B_ENV; do
     case "$e" in [A-Z_]*=*) ;; *) echo "ab.sh: --a-env/--b-env \"$e\" is not VAR=value" >&2; exit 2 ;; esac

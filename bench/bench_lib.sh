@@ -3,7 +3,8 @@
 # the --plot check made before the run, the programs both sides need, the order
 # of the two libraries in each launch (compare.sh, put_compare.sh), and the
 # cache-line round trip that tells a launch's placement (those two, obs_modes.sh,
-# obs_tax.sh, fresh_bcast.sh). NAME is the calling script's name, for its messages.
+# obs_tax.sh, fresh_bcast.sh), and the check of numeric options (those and ab.sh,
+# obs_instr.sh). NAME is the calling script's name, for its messages.
 
 # bench_check_plot NAME FILE: checked before the run, not after an hour of it ("" = no plot).
 bench_check_plot() {
@@ -69,4 +70,13 @@ bench_place() {
     if [ "$1" -lt "$_bl_far" ] && [ "$2" -lt "$_bl_far" ]; then echo close
     elif [ "$1" -ge "$_bl_far" ] && [ "$2" -ge "$_bl_far" ]; then echo far
     else echo moved; fi
+}
+
+# bench_posint NAME OPTION VALUE: exit 2, naming the option and the value, unless VALUE is a
+# positive integer (the counts and sizes of the scripts' options).
+bench_posint() {
+    case "$3" in '' | *[!0-9]* | 0 | 0*)
+        echo "$1: $2 \"$3\" is not a positive integer (digits, no leading zero)" >&2
+        exit 2 ;;
+    esac
 }

@@ -1,5 +1,5 @@
 /*
- * fresh_bcast.c - a 2-rank broadcast loop whose root writes its buffer before every call, as
+ * fresh_bcast.c - a broadcast loop (any number of ranks) whose root writes its buffer before every call, as
  * a training step does, against the same loop over an unchanged buffer (what ccperf,
  * mpi_bench, nccl-tests and OSU time).
  *

@@ -21,6 +21,7 @@
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRC/bench/bench_lib.sh"
 BUILD=build
 OPS=1000
 TOP=15
@@ -36,11 +37,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-for v in "$OPS" "$TOP"; do
-    case "$v" in '' | *[!0-9]* | 0)
-        echo "obs_instr.sh: \"$v\" is not a positive integer (--ops, --top)" >&2; exit 2 ;;
-    esac
-done
+bench_posint obs_instr.sh --ops "$OPS"
+bench_posint obs_instr.sh --top "$TOP"
 command -v valgrind >/dev/null || { echo "obs_instr.sh: valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 if [ ! -x "$BUILD/bin/$BIN" ] || [ ! -x "$BUILD/bin/ccrun" ]; then

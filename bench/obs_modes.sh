@@ -41,12 +41,10 @@ while [ $# -gt 0 ]; do
     *) break ;;
     esac
 done
-for v in "$LAUNCHES" "$RANKS" "$ROUNDS" "$OPS"; do
-    case "$v" in '' | *[!0-9]* | 0)
-        echo "obs_modes.sh: \"$v\" is not a positive integer (--launches, --ranks, --rounds, --ops)" >&2
-        exit 2 ;;
-    esac
-done
+bench_posint obs_modes.sh --launches "$LAUNCHES"
+bench_posint obs_modes.sh --ranks "$RANKS"
+bench_posint obs_modes.sh --rounds "$ROUNDS"
+bench_posint obs_modes.sh --ops "$OPS"
 [ $# -gt 0 ] || { echo "obs_modes.sh: no MODE given (see --help)" >&2; exit 2; }
 for m in "$@"; do
     IFS=: read -r name b _ <<<"$m"

@@ -53,12 +53,10 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-for v in "$LAUNCHES" "$ROUNDS" "$OPS" "$RANKS"; do
-    case "$v" in '' | *[!0-9]* | 0)
-        echo "obs_tax.sh: \"$v\" is not a positive integer (--launches, --rounds, --ops, --ranks)" >&2
-        exit 2 ;;
-    esac
-done
+bench_posint obs_tax.sh --launches "$LAUNCHES"
+bench_posint obs_tax.sh --rounds "$ROUNDS"
+bench_posint obs_tax.sh --ops "$OPS"
+bench_posint obs_tax.sh --ranks "$RANKS"
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 if [ ! -x "$BUILD/bin/obs_tax" ] || [ ! -x "$BUILD/bin/ccrun" ] || [ ! -x "$BUILD/bin/line_rtt" ]; then
     cmake -S "$SRC" -B "$BUILD" >/dev/null
