@@ -1,7 +1,7 @@
 /*
- * fresh_bcast.c - a broadcast loop (any number of ranks) whose root writes its buffer before every call, as
- * a training step does, against the same loop over an unchanged buffer (what ccperf,
- * mpi_bench, nccl-tests and OSU time).
+ * fresh_bcast.c - a broadcast loop (any number of ranks) whose root writes its buffer before
+ * every call, as a training step does, against the same loop over an unchanged buffer (what
+ * ccperf, mpi_bench, nccl-tests and OSU time).
  *
  *   build/bin/ccrun -n 2 build/bin/fresh_bcast BYTES FRESH ITERS
  *   mpirun -n 2 build/bin/mpi_fresh_bcast BYTES FRESH ITERS
