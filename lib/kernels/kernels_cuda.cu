@@ -28,19 +28,36 @@ struct args {
     unsigned avg;
 };
 
+/*
+ * The reductions combine left to right as ccd::combine does (one input is copied bit for
+ * bit; more are widened to K::compute, combined and rounded once; premul on the inputs of
+ * scale_mask; AVG divides the rounded result), but one source at a time into a running
+ * value: an array of all the sources' values, indexed by the runtime source count, lived
+ * in local memory (304 bytes of stack per thread, -Xptxas -v), and the kernel ran at
+ * 0.2-0.4 of cudaMemcpy's bandwidth on an H200. The arguments are __grid_constant__ for the
+ * same reason: indexing a.src by k made each thread copy them to its stack (112 bytes).
+ */
+template <typename K> __device__ __forceinline__ typename K::storage
+input(const args &a, int k, typename K::storage v)
+{
+    return (a.scale_mask & (1u << k)) ? K::scale(v, a.premul) : v;
+}
+
 template <typename K, int O> __device__ __forceinline__ void one(const args &a, size_t i)
 {
     typedef typename K::storage S;
-    S v[CC__CUDA_MAX_SRC];
-    for (int k = 0; k < a.nsrc; k++) v[k] = ((const S *)a.src[k])[i];
-    /* premul on the inputs of scale_mask only (a ring step scales the new input alone) */
-    for (int k = 0; k < a.nsrc; k++)
-        if (a.scale_mask & (1u << k)) v[k] = K::scale(v[k], a.premul);
-    ((S *)a.dst)[i] = ccd::combine<K, O>(v, a.nsrc, false, 1.0, a.avg);
+    S out = input<K>(a, 0, ((const S *)a.src[0])[i]);
+    if (a.nsrc > 1) {
+        typename K::compute acc = K::load(out);
+        for (int k = 1; k < a.nsrc; k++)
+            acc = K::template op<O>(acc, K::load(input<K>(a, k, ((const S *)a.src[k])[i])));
+        out = K::store(acc);
+    }
+    ((S *)a.dst)[i] = a.avg ? K::div(out, a.avg) : out;
 }
 
 /* VEC elements at once: 16-byte loads of each source, combined element by element. */
-template <typename K, int O> __global__ void reduce_vec(args a, size_t nvec)
+template <typename K, int O> __global__ void reduce_vec(const __grid_constant__ args a, size_t nvec)
 {
     typedef typename K::storage S;
     constexpr int VEC = 16 / sizeof(S);
@@ -50,13 +67,27 @@ template <typename K, int O> __global__ void reduce_vec(args a, size_t nvec)
     };
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < nvec; j += stride) {
-        pack in[CC__CUDA_MAX_SRC], out;
-        for (int k = 0; k < a.nsrc; k++) in[k].q = ((const uint4 *)a.src[k])[j];
-        for (int e = 0; e < VEC; e++) {
-            S v[CC__CUDA_MAX_SRC];
-            for (int k = 0; k < a.nsrc; k++)
-                v[k] = (a.scale_mask & (1u << k)) ? K::scale(in[k].e[e], a.premul) : in[k].e[e];
-            out.e[e] = ccd::combine<K, O>(v, a.nsrc, false, 1.0, a.avg);
+        pack out;
+        out.q = ((const uint4 *)a.src[0])[j];
+#pragma unroll
+        for (int e = 0; e < VEC; e++) out.e[e] = input<K>(a, 0, out.e[e]);
+        if (a.nsrc > 1) {
+            typename K::compute acc[VEC];
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[e] = K::load(out.e[e]);
+            for (int k = 1; k < a.nsrc; k++) {
+                pack in;
+                in.q = ((const uint4 *)a.src[k])[j];
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    acc[e] = K::template op<O>(acc[e], K::load(input<K>(a, k, in.e[e])));
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; e++) out.e[e] = K::store(acc[e]);
+        }
+        if (a.avg) {
+#pragma unroll
+            for (int e = 0; e < VEC; e++) out.e[e] = K::div(out.e[e], a.avg);
         }
         ((uint4 *)a.dst)[j] = out.q;
     }
@@ -66,7 +97,7 @@ template <typename K, int O> __global__ void reduce_vec(args a, size_t nvec)
         one<K, O>(a, i);
 }
 
-template <typename K, int O> __global__ void reduce_scalar(args a)
+template <typename K, int O> __global__ void reduce_scalar(const __grid_constant__ args a)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += stride)
