@@ -83,6 +83,8 @@ int cc__cwin_is_op(cc_op_type_t type);
 cc_status_t cc__cwin_check(cc__cnat_t *x, const cc__op_t *op);
 /* Enqueue a window op on the stream (put, get, signal, wait_signal; flush waits for it). */
 cc_status_t cc__cwin_issue(cc__cnat_t *x, cc__op_t *op, void *stream);
+/* A window flush's host wait (the submit's settle step, gpu_submit.h). */
+cc_status_t cc__cwin_flush(cc__cnat_t *x, cc__op_t *op, void *stream);
 
 /* ---- algorithms ----------------------------------------------------------------- */
 

@@ -319,8 +319,10 @@ cc_status_t cc__cwin_check(cc__cnat_t *x, const cc__op_t *op)
     return CC_OK;
 }
 
-/* Flush: the host waits until the stream ran everything before, to the deadline or abort. */
-static cc_status_t flush(cc__cnat_t *x, cc__op_t *op, void *stream)
+/* Flush: the host waits until the stream ran everything before, to the deadline or abort.
+ * It runs as the submit's settle step, after the op's end event is on the stream, so that
+ * the stream is idle when cc_window_flush returns (the end event included). */
+cc_status_t cc__cwin_flush(cc__cnat_t *x, cc__op_t *op, void *stream)
 {
     struct timespec nap = {0, 20000};
     for (unsigned i = 0;; i++) {
@@ -363,7 +365,7 @@ cc_status_t cc__cwin_issue(cc__cnat_t *x, cc__op_t *op, void *stream)
         op->waited_peer = peer; /* the only rank it can wait for: named if it times out */
         return cc__cnat_wait_word(x, cw->sig + peer, op->info.in_count, stream);
     case CC_OP_WIN_FLUSH:
-        return flush(x, op, stream);
+        return CC_OK; /* nothing to enqueue: it waits in cc__cwin_flush, after the end event */
     default:
         return CC_ERR_INTERNAL;
     }

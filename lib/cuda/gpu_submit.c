@@ -25,6 +25,7 @@ cc_status_t cc__gpu_submit(const cc__gpu_sub_t *s, cc__op_t *op)
         cc__gputime_leave();
     }
     if (st == CC_OK) st = s->gev->record(ev[1], stream, s->nc);
+    if (st == CC_OK && s->settle) st = s->settle(s->ctx, t, stream);
     if (st == CC_OK) st = cc__tracker_push(s->owner, t, t != op, s->gev, s->device, ev[0], ev[1]);
     if (st == CC_OK) return CC_OK;
     s->gev->give(ev[0]);

@@ -19,6 +19,10 @@ typedef struct cc__gpu_sub {
     ncclComm_t nc; /* for host events (host NCCL); NULL otherwise */
     cc__track_owner_t *owner;
     cc__gpu_issue_fn issue;
+    /* NULL, or called once the end event is on the stream too: an op whose contract is a
+     * host wait for the stream (window flush) waits here, so that nothing of it is left on
+     * the stream when the call returns. */
+    cc__gpu_issue_fn settle;
     void *ctx;
 } cc__gpu_sub_t;
 

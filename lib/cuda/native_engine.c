@@ -185,6 +185,11 @@ static cc_status_t issue(void *ctx, cc__op_t *t, void *stream)
     return st;
 }
 
+static cc_status_t settle(void *ctx, cc__op_t *t, void *stream)
+{
+    return cc__cwin_flush(ctx, t, stream);
+}
+
 static cc_status_t cnat_submit(void *state, cc__op_t *op)
 {
     cc__cnat_t *x = state;
@@ -205,7 +210,12 @@ static cc_status_t cnat_submit(void *state, cc__op_t *op)
         return cc__gpu_refuse(op, st);
     }
     cc__gpu_sub_t sub = {
-        .gev = &cc__gev_cuda, .device = x->device, .owner = &x->owner, .issue = issue, .ctx = x};
+        .gev = &cc__gev_cuda,
+        .device = x->device,
+        .owner = &x->owner,
+        .issue = issue,
+        .settle = op->info.type == CC_OP_WIN_FLUSH ? settle : NULL,
+        .ctx = x};
     st = cc__gpu_submit(&sub, op);
     cc__cuda_restore_device(prev);
     return st;

@@ -289,10 +289,13 @@ static cc__op_t op_of(struct cc_window *w, cc_op_type_t t, int peer, const void 
     return op;
 }
 
+/* As cc__gpu_submit does: check, issue, then (a flush) the settle step's host wait. */
 static cc_status_t run(cc__cnat_t *x, cc__op_t op)
 {
     cc_status_t st = cc__cwin_check(x, &op);
-    return st == CC_OK ? cc__cwin_issue(x, &op, NULL) : st;
+    if (st == CC_OK) st = cc__cwin_issue(x, &op, NULL);
+    if (st == CC_OK && op.info.type == CC_OP_WIN_FLUSH) st = cc__cwin_flush(x, &op, NULL);
+    return st;
 }
 
 static void *good_rank(void *arg)
