@@ -171,6 +171,7 @@ static const cc_core_t g_core = {
     .log_set_comm = cc__log_set_comm,
     .cfg = cc__cfg,
     .recorder_gpu = cc__recorder_gpu,
+    .recorder_gpu_flush = cc__recorder_set_gpu_flush,
     .recorder_id = svc_recorder_id,
 };
 

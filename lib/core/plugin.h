@@ -114,6 +114,9 @@ typedef struct cc_core {
     /* The op's record id (the recorder's token for it), 0 when not recorded. After the
      * op's PRE; no lock, any thread. */
     uint64_t (*recorder_id)(const cc__op_t *op);
+    /* Register the function that delivers GPU times still in a profiler's buffers; the
+     * recorder calls it before a dump asked for with cc_recorder_dump (recorder.h). */
+    void (*recorder_gpu_flush)(void (*fn)(void));
 } cc_core_t;
 
 /* What a dlopen'ed plugin hands back, from its entry point CC_PLUGIN_INIT. */

@@ -44,9 +44,10 @@ static void init_once(void)
 {
     const char *want = cc__cfg()->gpu_timing;
     if (!strcmp(want, "cupti")) {
-        if (cc__cupti_start() == 0)
+        if (cc__cupti_start() == 0) {
             g_mode = CC__GPUTIME_CUPTI;
-        else
+            if (cc__core) cc__core->recorder_gpu_flush(cc__cupti_flush);
+        } else
             cc_log_warn(CC_SUBSYS_CUDA, "CCOMM_GPU_TIMING=cupti unavailable; using events");
     } else if (!strcmp(want, "nccl-profiler")) {
         start_profiler();

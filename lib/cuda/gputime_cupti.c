@@ -6,12 +6,17 @@
  * correlation id; CUPTI then emits, for every API call made meanwhile
  * (NCCL's kernel launches), an external-correlation record tying the
  * call's correlation id to our op_id, and later a kernel record with that
- * correlation id and the kernel's start and end. Records arrive in buffers
- * on CUPTI's thread (flushed every 100 ms): each buffer is read twice,
- * correlations first. Two small direct-mapped tables (correlation id ->
- * op_id, op_id -> record id and the range so far) join them; a slot
- * overwritten by a newer op loses that op's times, never mixes them up
- * (keys are checked).
+ * correlation id and the kernel's start and end. CUPTI emits those only
+ * with the driver and runtime API records on, so both are (their records
+ * are skipped). Records arrive in buffers
+ * on CUPTI's thread (flushed every 100 ms, and on demand before a dump
+ * asked for with cc_recorder_dump): each buffer is read twice, correlations
+ * first. Small direct-mapped tables (correlation id -> op_id, op_id ->
+ * record id and the range so far) join them; a kernel record that comes in
+ * a buffer before its correlation (kernel records come from the device's
+ * buffers, correlations from the host's) waits in a third, keyed by its
+ * correlation id, until the correlation arrives. A slot overwritten by a
+ * newer op loses that op's times, never mixes them up (keys are checked).
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -46,8 +51,15 @@ struct corr_slot {
     _Atomic uint64_t corr; /* correlation id + 1 (0 = empty) */
     _Atomic uint64_t op_id;
 };
+struct pend_slot {
+    _Atomic uint64_t corr; /* correlation id + 1 (0 = empty) */
+    _Atomic uint64_t start, end; /* monotonic ns */
+};
 static struct op_slot g_ops[MAP_SIZE];
 static struct corr_slot g_corr[MAP_SIZE];
+static struct pend_slot g_pend[MAP_SIZE];
+/* What CUPTI delivered, for the log line of each asked-for flush. */
+static _Atomic uint64_t g_n_kernels, g_n_corr, g_n_timed;
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
@@ -56,19 +68,50 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
     *max_records = 0;
 }
 
-static void on_kernel(const CUpti_ActivityKernel10 *k, int64_t offset)
+/* A kernel of op op_id ran from start to end (monotonic ns): grow the op's range, report it. */
+static void add_kernel(uint64_t op_id, uint64_t start, uint64_t end)
 {
-    struct corr_slot *c = &g_corr[k->correlationId % MAP_SIZE];
-    if (atomic_load(&c->corr) != (uint64_t)k->correlationId + 1) return;
-    uint64_t op_id = atomic_load(&c->op_id);
     struct op_slot *o = &g_ops[op_id % MAP_SIZE];
     uint64_t rec = atomic_load(&o->rec_id);
-    if (atomic_load(&o->op_id) != op_id || !rec || !k->start) return;
+    if (atomic_load(&o->op_id) != op_id || !rec || !start) return;
     uint64_t s = atomic_load(&o->start), e = atomic_load(&o->end);
-    if (!s || k->start < s) atomic_store(&o->start, s = k->start);
-    if (k->end > e) atomic_store(&o->end, e = k->end);
-    cc__gputime_report(rec, (uint64_t)((int64_t)s - offset), (uint64_t)((int64_t)e - offset),
-                       "cupti");
+    if (!s || start < s) atomic_store(&o->start, s = start);
+    if (end > e) atomic_store(&o->end, e = end);
+    atomic_fetch_add(&g_n_timed, 1);
+    cc__gputime_report(rec, s, e, "cupti");
+}
+
+static void on_kernel(const CUpti_ActivityKernel10 *k, int64_t offset)
+{
+    atomic_fetch_add(&g_n_kernels, 1);
+    if (!k->start) return;
+    uint64_t key = (uint64_t)k->correlationId + 1;
+    uint64_t start = (uint64_t)((int64_t)k->start - offset);
+    uint64_t end = (uint64_t)((int64_t)k->end - offset);
+    struct corr_slot *c = &g_corr[k->correlationId % MAP_SIZE];
+    if (atomic_load(&c->corr) == key) {
+        add_kernel(atomic_load(&c->op_id), start, end);
+        return;
+    }
+    /* Its correlation has not come yet: keep it for when it does. */
+    struct pend_slot *p = &g_pend[k->correlationId % MAP_SIZE];
+    atomic_store(&p->corr, 0);
+    atomic_store(&p->start, start);
+    atomic_store(&p->end, end);
+    atomic_store(&p->corr, key);
+}
+
+static void on_correlation(uint32_t corr, uint64_t op_id)
+{
+    uint64_t key = (uint64_t)corr + 1;
+    atomic_fetch_add(&g_n_corr, 1);
+    struct corr_slot *c = &g_corr[corr % MAP_SIZE];
+    atomic_store(&c->op_id, op_id);
+    atomic_store(&c->corr, key);
+    struct pend_slot *p = &g_pend[corr % MAP_SIZE];
+    if (atomic_load(&p->corr) != key) return;
+    uint64_t start = atomic_load(&p->start), end = atomic_load(&p->end);
+    if (atomic_exchange(&p->corr, 0) == key) add_kernel(op_id, start, end);
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
@@ -84,9 +127,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             if (pass == 0 && r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
                 const CUpti_ActivityExternalCorrelation *e = (const void *)r;
                 if (e->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) continue;
-                struct corr_slot *c = &g_corr[e->correlationId % MAP_SIZE];
-                atomic_store(&c->op_id, e->externalId);
-                atomic_store(&c->corr, (uint64_t)e->correlationId + 1);
+                on_correlation(e->correlationId, e->externalId);
             } else if (pass == 1 && r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
                 on_kernel((const CUpti_ActivityKernel10 *)(const void *)r, offset);
             }
@@ -126,6 +167,11 @@ int cc__cupti_start(void)
     if (load() != 0) return -1;
     CUptiResult r = C.RegisterCallbacks(buffer_requested, buffer_completed);
     if (r == CUPTI_SUCCESS) r = C.Enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    /* CUPTI writes an external correlation only before an API record: without the API
+     * kinds on, no launch is ever tied to an op (seen on an H200: 15 kernel records, 0
+     * correlations). NCCL launches through the driver API or the runtime's. */
+    if (r == CUPTI_SUCCESS) r = C.Enable(CUPTI_ACTIVITY_KIND_DRIVER);
+    if (r == CUPTI_SUCCESS) r = C.Enable(CUPTI_ACTIVITY_KIND_RUNTIME);
     if (r == CUPTI_SUCCESS) r = C.Enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) {
         cc_log_warn(CC_SUBSYS_CUDA, "CUPTI activity setup failed: error %d", (int)r);
@@ -153,7 +199,15 @@ void cc__cupti_pop(void)
     C.Pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
 }
 
+/* Before an asked-for dump: every buffer, full or not, delivered now (on this thread). */
 void cc__cupti_flush(void)
 {
-    if (C.FlushAll) C.FlushAll(0);
+    if (!C.FlushAll) return;
+    CUptiResult r = C.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    cc_log_info(CC_SUBSYS_CUDA,
+                "CUPTI flush (result %d): so far %llu kernel records, %llu correlations of "
+                "ccomm ops, %llu kernels timed",
+                (int)r, (unsigned long long)atomic_load(&g_n_kernels),
+                (unsigned long long)atomic_load(&g_n_corr),
+                (unsigned long long)atomic_load(&g_n_timed));
 }

@@ -444,6 +444,7 @@ cc_status_t cc_recorder_dump(const char *path)
 {
     char def[PATH_MAX];
     def[0] = '\0';
+    cc__recorder_flush_gpu(); /* kernel times still in CUPTI's buffers land first */
     cc_status_t st =
         path ? cc__recorder_dump_json(path) : cc__recorder_dump_default(def, sizeof(def));
     /* Tracing: the watchdog's dumps say why in their own event; this one was asked for. */

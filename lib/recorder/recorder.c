@@ -13,6 +13,7 @@
  * from a lock-free map, times come from the op.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,19 @@ void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
 {
     cc__fr_ring_t *r = ring();
     if (rec_id && r) cc__fr_ring_gpu(r, rec_id, t_start_ns, t_end_ns, detail);
+}
+
+static void (*_Atomic g_gpu_flush)(void);
+
+void cc__recorder_set_gpu_flush(void (*fn)(void))
+{
+    atomic_store(&g_gpu_flush, fn);
+}
+
+void cc__recorder_flush_gpu(void)
+{
+    void (*fn)(void) = atomic_load(&g_gpu_flush);
+    if (fn) fn();
 }
 
 void cc__recorder_on_abort(const cc_abort_info_t *info, void *user)

@@ -123,6 +123,16 @@ void cc__recorder_gpu(uint64_t rec_id, uint64_t t_start_ns, uint64_t t_end_ns,
                       const char *detail);
 
 /*
+ * A function that delivers the GPU times still held in a profiler's
+ * buffers (CUPTI's), called by cc_recorder_dump before it writes: a dump
+ * asked for right after an op then holds that op's kernel times. Not
+ * called by the watchdog's or a signal's dumps. One at a time; NULL clears.
+ */
+void cc__recorder_set_gpu_flush(void (*fn)(void));
+/* Call it (cc_recorder_dump does). */
+void cc__recorder_flush_gpu(void);
+
+/*
  * Register a communicator in the ring's table (the recorder's PRE does it
  * for COMM_INIT and for the first op of a comm it has not seen; the core may
  * call it earlier). world_ranks: `size` world ranks, or NULL when unknown.

@@ -1,7 +1,7 @@
 /*
  * test_dump.c - the JSON dump: every PyTorch key with its type, the state
  * mapping, profiling names, pg_config / pg_status, ccomm's extras, frames,
- * the default path and the atomic write.
+ * the default path and the atomic write, the GPU flush a dump calls first.
  */
 #include <dirent.h>
 #include <jansson.h>
@@ -351,9 +351,54 @@ static void test_dtype_codes(void **state)
     json_decref(j);
 }
 
+/*
+ * A dump asked for with cc_recorder_dump first calls the GPU flush the CUDA
+ * plugin registered (CUPTI's buffers), so kernel times that were still held
+ * there are in that dump: on an H200 every CUPTI time was missing from a
+ * dump taken right after the ops until the flush was called.
+ */
+static uint64_t g_flush_rec;
+static int g_flushes;
+
+static void gpu_flush(void)
+{
+    g_flushes++;
+    cc__recorder_gpu(g_flush_rec, 1000, 1500, "cupti");
+}
+
+static void test_dump_flushes_gpu_times(void **state)
+{
+    (void)state;
+    assert_int_equal(rec_open(16, 0), CC_OK);
+    cc__recorder_add_comm(77, 0, "world", 0, 2, world2);
+    cc__op_t op;
+    rec_op(&op, CC_OP_ALLREDUCE, 77, 1, 1);
+    issue_op(&op, CC_OK, 3);
+    g_flush_rec = REC_ID(&op);
+    g_flushes = 0;
+    cc__recorder_set_gpu_flush(gpu_flush);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/flushed.json", rec_dir);
+    assert_int_equal(cc_recorder_dump(path), CC_OK);
+    cc__recorder_set_gpu_flush(NULL);
+    assert_int_equal(g_flushes, 1);
+    json_t *j = load(path);
+    json_t *cc = get(entry_by_op(get(j, "entries", JSON_ARRAY), 1), "ccomm", JSON_OBJECT);
+    /* The dump gives wall-clock times: the span is what the flush reported. */
+    json_int_t t0 = json_integer_value(get(cc, "gpu_start_ns", JSON_INTEGER));
+    assert_true(t0 > 0);
+    assert_int_equal(json_integer_value(get(cc, "gpu_end_ns", JSON_INTEGER)) - t0, 500);
+    assert_string_equal(json_string_value(get(cc, "gpu_kernel", JSON_STRING)), "cupti");
+    json_decref(j);
+    /* Cleared: the next dump calls nothing. */
+    assert_int_equal(cc_recorder_dump(path), CC_OK);
+    assert_int_equal(g_flushes, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_dump_flushes_gpu_times, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_pytorch_keys, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_entry_values, rec_setup, rec_teardown),
         cmocka_unit_test_setup_teardown(test_default_path_and_atomic, rec_setup, rec_teardown),
