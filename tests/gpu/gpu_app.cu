@@ -324,6 +324,31 @@ static int mode_overhead(void)
         if (i % 1000 == 999) CK(cudaDeviceSynchronize());
     }
     double raw = (now_s() - t0) / iters * 1e6;
+    /* The floor of any tracked op: NCCL's call between two event records (what ccomm adds
+     * on the stream for START and POST), timed the same way. */
+    cudaEvent_t ev[2];
+    CK(cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming));
+    t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        CK(cudaEventRecord(ev[0], 0));
+        ar(d, d, 1, 7 /* float32 */, 0 /* sum */, nc, NULL);
+        CK(cudaEventRecord(ev[1], 0));
+        if (i % 1000 == 999) CK(cudaDeviceSynchronize());
+    }
+    double with_events = (now_s() - t0) / iters * 1e6;
+    /* The same with timing events (ccomm's: the tracker reads their times). */
+    cudaEvent_t tev[2];
+    CK(cudaEventCreate(&tev[0]));
+    CK(cudaEventCreate(&tev[1]));
+    t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        CK(cudaEventRecord(tev[0], 0));
+        ar(d, d, 1, 7 /* float32 */, 0 /* sum */, nc, NULL);
+        CK(cudaEventRecord(tev[1], 0));
+        if (i % 1000 == 999) CK(cudaDeviceSynchronize());
+    }
+    double with_timing_events = (now_s() - t0) / iters * 1e6;
     cc_comm_t *c = make_comm("nccl");
     t0 = now_s();
     for (int i = 0; i < iters; i++) {
@@ -333,9 +358,10 @@ static int mode_overhead(void)
     double cc = (now_s() - t0) / iters * 1e6;
     cc_comm_destroy(c);
     const char *rec = getenv("CCOMM_RECORDER_ENTRIES");
-    printf("{\"raw_nccl_us\": %.3f, \"ccomm_us\": %.3f, \"overhead_us\": %.3f, "
-           "\"recorder_entries\": \"%s\", \"gpu_timing\": \"%s\"}\n",
-           raw, cc, cc - raw, rec ? rec : "default",
+    printf("{\"raw_nccl_us\": %.3f, \"raw_nccl_two_events_us\": %.3f, "
+           "\"raw_nccl_two_timing_events_us\": %.3f, \"ccomm_us\": %.3f, "
+           "\"overhead_us\": %.3f, \"recorder_entries\": \"%s\", \"gpu_timing\": \"%s\"}\n",
+           raw, with_events, with_timing_events, cc, cc - raw, rec ? rec : "default",
            getenv("CCOMM_GPU_TIMING") ? getenv("CCOMM_GPU_TIMING") : "events");
     return 0;
 }

@@ -23,11 +23,13 @@
 #              get, flush, bad input, destroy with ops pending; then a wait for a signal
 #              never sent times out and fails the comm
 #   window4    the same checks with 4 ranks
-#   bench      kernel bandwidth vs cudaMemcpy; host overhead per GPU op (recorder on/off)
+#   bench      kernel bandwidth vs cudaMemcpy; host overhead per GPU op (recorder on/off,
+#              tracker polls 1 ms apart) against NCCL alone and NCCL between two events
 #   torch      the PyTorch backend on CUDA tensors vs CPU (tests/gpu/torch_cuda.py): needs a
 #              CUDA build of torch and the backend built against it; skipped (77 when it is
 #              the only case) where torch has no CUDA
 # Exit status: 0 when every case passed, 1 otherwise; summary.txt says which.
+# A machine that cannot build ccomm (no jansson or OpenSSL headers): tests/gpu/kit.sh.
 set -u
 
 CASE=all
@@ -199,6 +201,8 @@ case_bench() {
     run bench-kernels 120 "$BUILD/bin/cuda_kernels_bench" 1024 && cp "$RES/bench-kernels.log" "$RES/bench-kernels.json"
     run bench-overhead-recorder-on 120 "$APP" overhead
     run bench-overhead-recorder-off 120 env CCOMM_RECORDER_ENTRIES=0 "$APP" overhead
+    # The tracker's event polls share the CUDA runtime with the issuing thread: 1 ms apart.
+    run bench-overhead-poll-1ms 120 env CCOMM_GPU_POLL_US=1000 "$APP" overhead
 }
 
 : >"$SUMMARY"
