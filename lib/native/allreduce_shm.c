@@ -41,6 +41,7 @@ void cc__shm_stage_input(cc__arena_op_t *ao)
     const cc_op_info_t *in = ao->info;
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     if (bytes) memcpy(cc__arena_stage(ao, ao->ar->rank, bytes), in->sendbuf, bytes);
+    cc__arena_expect(ao, bytes);
 }
 
 cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst)

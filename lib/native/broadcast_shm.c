@@ -31,6 +31,7 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
         return CC_OK;
     }
     cc__arena_post(ao);
+    cc__arena_expect(ao, bytes);
     CC_CHECK(cc__arena_wait_arrive(ao, root));
     if (bytes) memcpy(in->recvbuf, cc__arena_stage(ao, root, bytes), bytes);
     return CC_OK;

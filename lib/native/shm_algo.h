@@ -41,7 +41,8 @@ static inline void cc__shm_share(size_t count, int n, int c, size_t align, size_
 cc_status_t cc__shm_reduce_range(cc__arena_op_t *ao, size_t off, size_t len, void *dst,
                                  int publish);
 cc_status_t cc__shm_fetch_published(cc__arena_op_t *ao, int q, uint64_t src, void *dst, size_t len);
-/* Stage this rank's whole input (in_count elements) in the arena. */
+/* Stage this rank's whole input (in_count elements) in the arena; the peers' staged inputs are
+ * fetched with their arrivals (cc__arena_expect). */
 void cc__shm_stage_input(cc__arena_op_t *ao);
 /* dst = elements [off, off + count) of every rank's staged input, reduced in rank order. */
 cc_status_t cc__shm_reduce_staged(cc__arena_op_t *ao, size_t off, size_t count, void *dst);

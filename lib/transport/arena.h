@@ -169,6 +169,7 @@ typedef struct cc__arena_op {
     int par;                  /* seq & 1: the data parity */
     int slot;                 /* seq % CC__ARENA_DEPTH: the arrival line */
     int deep;                 /* the caller's `deep` (set before begin by cc__shm_run) */
+    int ahead;                /* payload lines after the first fetched with an arrival (expect) */
 } cc__arena_op_t;
 
 /*
@@ -214,6 +215,16 @@ static inline void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
 {
     return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
                                      : cc__arena_data(ao, rank);
+}
+/* This op reads `bytes` of each peer's inline payload: cc__arena_wait_arrive asks for the lines
+ * beyond the arrival line while it looks at the arrival. Measured 2026-12-05 (2 ranks, far
+ * placement, 3 launches alternating): allreduce 32-128 B 0.66-0.73 -> 0.55-0.65 us. */
+static inline void cc__arena_expect(cc__arena_op_t *ao, size_t bytes)
+{
+    const size_t first = CC__ARENA_LINE - offsetof(struct cc__arena_par, inl);
+    ao->ahead = bytes > first && bytes <= CC__ARENA_INLINE
+                    ? (int)((bytes - first + CC__ARENA_LINE - 1) / CC__ARENA_LINE)
+                    : 0;
 }
 /* Publish the arrival (addresses and staged data become visible) and wake sleepers. */
 void cc__arena_post(cc__arena_op_t *ao);

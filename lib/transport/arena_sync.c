@@ -184,8 +184,16 @@ static uint64_t spin_budget(cc__arena_op_t *ao, int peer, uint64_t now)
     return 0;
 }
 
+/* Ask for the `n` payload lines that follow an arrival line: a prefetch, no access, so the
+ * peer may still be writing them. */
+static inline void fetch_ahead(const char *lines, int n)
+{
+    for (int l = 0; l < n; l++) __builtin_prefetch(lines + (size_t)l * CC__ARENA_LINE, 0, 3);
+}
+
+/* lines/nlines: payload lines asked for with each look at the word (cc__arena_expect). */
 static cc_status_t wait_slow(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, int peer,
-                             const char *what)
+                             const char *what, const char *lines, int nlines)
 {
     cc__arena_t *ar = ao->ar;
     uint64_t start = cc__now_ns(), now = start, next_check = start + ar->check_ns;
@@ -197,7 +205,9 @@ static cc_status_t wait_slow(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t t
         int stage = cc__wait_stage(idle, spin, CC__YIELD_NS);
         if (stage == CC__WAIT_SPIN) {
             for (int i = 0; i < SPIN_BURST; i++) {
-                if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
+                uint64_t v = atomic_load_explicit(w, memory_order_acquire);
+                fetch_ahead(lines, nlines);
+                if (v >= target) return CC_OK;
                 cc__cpu_relax();
             }
         } else if (stage == CC__WAIT_YIELD) {
@@ -219,7 +229,7 @@ static inline cc_status_t wait_word(cc__arena_op_t *ao, _Atomic uint64_t *w, uin
                                     int peer, const char *what)
 {
     if (atomic_load_explicit(w, memory_order_acquire) >= target) return CC_OK;
-    return wait_slow(ao, w, target, peer, what);
+    return wait_slow(ao, w, target, peer, what, NULL, 0);
 }
 
 static inline uint64_t mix(uint64_t h, uint64_t v)
@@ -331,7 +341,13 @@ static cc_status_t mismatch(cc__arena_op_t *ao, int peer)
 cc_status_t cc__arena_wait_arrive(cc__arena_op_t *ao, int peer)
 {
     struct cc__arena_par *p = cc__arena_par(ao, peer);
-    CC_CHECK(wait_word(ao, &p->seq, ao->seq, peer, "to arrive"));
+    /* The payload lines are asked for in the same look as the arrival: their hand-overs
+     * overlap the arrival line's instead of following it. */
+    const char *lines = (const char *)p + CC__ARENA_LINE;
+    uint64_t v = atomic_load_explicit(&p->seq, memory_order_acquire);
+    fetch_ahead(lines, ao->ahead);
+    if (v < ao->seq)
+        CC_CHECK(wait_slow(ao, &p->seq, ao->seq, peer, "to arrive", lines, ao->ahead));
     return p->sig == mine(ao)->par[ao->slot].sig ? CC_OK : mismatch(ao, peer);
 }
 
