@@ -39,6 +39,9 @@ if [ "${1:-}" = "--case" ]; then
 fi
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" 2>/dev/null && pwd || echo "${1:-$SRC/build}")
+case "$BUILD" in
+*[[:space:]]*) echo "run.sh: the build directory '$BUILD' holds a space; use one without" >&2; exit 2 ;;
+esac
 RES=${OUT:-$BUILD/gpu-results}
 mkdir -p "$RES" || exit 1
 SUMMARY=$RES/summary.txt
@@ -132,14 +135,18 @@ EOF
 case_math() { run math 120 "$BUILD/tests/test_cuda_math"; }
 
 # NCCL needs one GPU per rank: the NCCL cases run one rank per GPU (one H200: one process).
+# The launcher's words are split on purpose (nothing at one GPU); CCRUN is a path without spaces
+# (the build's bin/; a build path with a space is refused above).
 nccl_launcher() {
     [ "$NGPU" -gt 1 ] && echo "$CCRUN -n $NGPU --timeout 170"
 }
 
+# shellcheck disable=SC2046
 case_nccl() { run nccl 180 $(nccl_launcher) "$APP" nccl "$RES/nccl-events.json"; }
 
 case_timing() {
     for t in cupti nccl-profiler; do
+        # shellcheck disable=SC2046
         run "timing-$t" 180 env CCOMM_GPU_TIMING=$t $(nccl_launcher) "$APP" nccl \
             "$RES/nccl-$t.json" gpu || continue
         if [ "$t" = nccl-profiler ] && [ "$NGPU" -lt 2 ]; then
