@@ -59,14 +59,15 @@ run_tests() {
     build build
     say "tests (release build)"
     (cd build && ctest -j "$JOBS" --output-on-failure --timeout 600) || failed=1
-    # What a packager builds (-O3, NDEBUG): the unit and multi-process tests again (~4 min),
-    # the collective matrices' sample halved (CCOMM_TEST_THIN: the first build ran all of it).
+    # What a packager builds (-O3, NDEBUG): the unit and multi-process tests again (~3 min),
+    # a quarter of the collective matrices' sample (CCOMM_TEST_THIN: the first build ran all
+    # of it; halved, this phase took 200 s of a 1596 s clean-clone run on 2026-12-05).
     # Without link-time optimization: the tests link without it anyway (CMakeLists.txt,
     # CCOMM_LTO), and the first build already linked libccomm.so and ccperf with it.
     # Without the torch backend: no unit or multi-process test loads it, and its four C++
     # files take about a minute of the 25 that CI allows.
     build build-rel -DCMAKE_BUILD_TYPE=Release -DCCOMM_WITH_CUDA=OFF -DCCOMM_LTO=OFF \
-        -DCCOMM_WITH_TORCH=OFF -DCCOMM_TEST_THIN=2
+        -DCCOMM_WITH_TORCH=OFF -DCCOMM_TEST_THIN=4
     say "unit and multi-process tests (Release build)"
     (cd build-rel && ctest -j "$JOBS" --output-on-failure --timeout 600 -L "unit|mp") || failed=1
     build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF

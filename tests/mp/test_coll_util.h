@@ -30,7 +30,7 @@
  * 3rd until 2026-12-02, when the ASan run of test_shm_reduce, test_shm_move
  * and test_coll_reduce alone took 95, 65 and 61 s of a 1405 s CI run). A
  * build may set it (-DCCOMM_TEST_THIN=N): CI's second release build runs
- * every 2nd.
+ * every 4th.
  */
 #ifndef TC_THIN
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
