@@ -303,6 +303,27 @@ typedef int (*nccl_uid_fn)(nccl_uid_t *);
 typedef int (*nccl_init_fn)(void **, int, nccl_uid_t, int);
 typedef int (*nccl_ar_fn)(const void *, void *, size_t, int, int, void *, void *);
 
+/* Host µs per NCCL all-reduce of one float between two event records, the events made with
+ * `flags` (cudaEventDisableTiming, or cudaEventDefault: timing events). */
+static double nccl_between_events(nccl_ar_fn ar, void *d, void *nc, int iters, unsigned flags)
+{
+    cudaEvent_t ev[2];
+    CK(cudaEventCreateWithFlags(&ev[0], flags));
+    CK(cudaEventCreateWithFlags(&ev[1], flags));
+    double t0 = now_s();
+    for (int i = 0; i < iters; i++) {
+        CK(cudaEventRecord(ev[0], 0));
+        ar(d, d, 1, 7 /* float32 */, 0 /* sum */, nc, NULL);
+        CK(cudaEventRecord(ev[1], 0));
+        if (i % 1000 == 999) CK(cudaDeviceSynchronize());
+    }
+    double us = (now_s() - t0) / iters * 1e6;
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventDestroy(ev[0]));
+    CK(cudaEventDestroy(ev[1]));
+    return us;
+}
+
 /* Host time per 4-byte all-reduce: NCCL alone, then through ccomm (same stream, same GPU). */
 static int mode_overhead(void)
 {
@@ -325,30 +346,10 @@ static int mode_overhead(void)
     }
     double raw = (now_s() - t0) / iters * 1e6;
     /* The floor of any tracked op: NCCL's call between two event records (what ccomm adds
-     * on the stream for START and POST), timed the same way. */
-    cudaEvent_t ev[2];
-    CK(cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming));
-    CK(cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming));
-    t0 = now_s();
-    for (int i = 0; i < iters; i++) {
-        CK(cudaEventRecord(ev[0], 0));
-        ar(d, d, 1, 7 /* float32 */, 0 /* sum */, nc, NULL);
-        CK(cudaEventRecord(ev[1], 0));
-        if (i % 1000 == 999) CK(cudaDeviceSynchronize());
-    }
-    double with_events = (now_s() - t0) / iters * 1e6;
-    /* The same with timing events (ccomm's: the tracker reads their times). */
-    cudaEvent_t tev[2];
-    CK(cudaEventCreate(&tev[0]));
-    CK(cudaEventCreate(&tev[1]));
-    t0 = now_s();
-    for (int i = 0; i < iters; i++) {
-        CK(cudaEventRecord(tev[0], 0));
-        ar(d, d, 1, 7 /* float32 */, 0 /* sum */, nc, NULL);
-        CK(cudaEventRecord(tev[1], 0));
-        if (i % 1000 == 999) CK(cudaDeviceSynchronize());
-    }
-    double with_timing_events = (now_s() - t0) / iters * 1e6;
+     * on the stream for START and POST), timed the same way; then with timing events
+     * (ccomm's: the tracker reads their times). */
+    double with_events = nccl_between_events(ar, d, nc, iters, cudaEventDisableTiming);
+    double with_timing_events = nccl_between_events(ar, d, nc, iters, cudaEventDefault);
     cc_comm_t *c = make_comm("nccl");
     t0 = now_s();
     for (int i = 0; i < iters; i++) {
