@@ -24,8 +24,8 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (bytes) memcpy(cc__arena_stage(ao, r, bytes), in->sendbuf, bytes);
-    cc__arena_post(ao);
     cc__arena_expect(ao, bytes);
+    cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     char *out = in->recvbuf;
     for (int q = 0; bytes && q < n; q++) {

@@ -19,8 +19,8 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     size_t total = in->in_count * cc_dtype_size(in->dtype), blk = total / (size_t)n;
     CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     if (total) memcpy(cc__arena_stage(ao, r, total), in->sendbuf, total);
-    cc__arena_post(ao);
     cc__arena_expect(ao, total);
+    cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     for (int q = 0; blk && q < n; q++)
         memcpy((char *)in->recvbuf + (size_t)q * blk,

@@ -24,6 +24,7 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     int root = in->root;
     CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
+    cc__arena_expect(ao, bytes);
     if (nc->rank == root) {
         if (bytes) memcpy(cc__arena_stage(ao, root, bytes), in->sendbuf, bytes);
         cc__arena_post(ao);
@@ -31,7 +32,6 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
         return CC_OK;
     }
     cc__arena_post(ao);
-    cc__arena_expect(ao, bytes);
     CC_CHECK(cc__arena_wait_arrive(ao, root));
     if (bytes) memcpy(in->recvbuf, cc__arena_stage(ao, root, bytes), bytes);
     return CC_OK;

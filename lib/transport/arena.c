@@ -32,6 +32,9 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "base/clock.h"
 #include "base/config.h"
@@ -200,6 +203,18 @@ static cc_status_t arena_setup(cc__arena_t *ar, uint64_t deadline, int32_t *ok)
     return CC_OK;
 }
 
+/* PREFETCHW is there (CPUID 0x80000001, ECX bit 8: AMD since K6, Intel since Broadwell);
+ * arena_sync.c's claim_line. Elsewhere the compiler's write prefetch serves. */
+static int cpu_claims(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+    return 1;
+#endif
+}
+
 static void arena_init(cc__arena_t *ar, cc__net_t *net, uint64_t comm_id, const char *name,
                        const _Atomic int *abort)
 {
@@ -226,6 +241,7 @@ static cc__arena_t *arena_alloc(cc__net_t *net, uint64_t comm_id, const char *na
     for (int q = 0; q < net->size; q++)
         ar->pids[q] = cc__net_peer_pid(net, q);
     ar->spin_ns = net->spin_ns;
+    ar->claim = cpu_claims();
     ar->check_ns = (uint64_t)cc__cfg()->peer_check_ms * 1000000ull;
     return ar;
 }

@@ -140,6 +140,7 @@ typedef struct cc__arena {
     int cma_ok;            /* every rank can read every peer (agreed at creation) */
     int light;             /* publishes are release stores, sleepers fence with membarrier
                             * (every rank registered for it; agreed at creation) */
+    int claim;             /* the CPU prefetches for writing (x86: PREFETCHW; arena_sync.c) */
     uint64_t naps;         /* sleeps on the bell */
     uint64_t naps_unrung;  /* of those, ended by their timeout with the awaited word already
                             * there: lost wake-ups (tests) */
@@ -216,9 +217,11 @@ static inline void *cc__arena_stage(cc__arena_op_t *ao, int rank, size_t bytes)
     return bytes <= CC__ARENA_INLINE ? (void *)cc__arena_par(ao, rank)->inl
                                      : cc__arena_data(ao, rank);
 }
-/* This op reads `bytes` of each peer's inline payload: cc__arena_wait_arrive asks for the lines
- * beyond the arrival line while it looks at the arrival. Measured 2026-12-05 (2 ranks, far
- * placement, 3 launches alternating): allreduce 32-128 B 0.66-0.73 -> 0.55-0.65 us. */
+/* This op stages (and reads of each peer) `bytes` of inline payload; called before the post.
+ * cc__arena_wait_arrive asks for a peer's lines beyond the arrival line while it looks at the
+ * arrival (2026-12-05, 2 ranks, far placement, 3 launches alternating: allreduce 32-128 B
+ * 0.66-0.73 -> 0.55-0.65 us), and cc__arena_post asks for as many lines of this rank's next
+ * slot, to write them (arena_sync.c, claim_next). */
 static inline void cc__arena_expect(cc__arena_op_t *ao, size_t bytes)
 {
     const size_t first = CC__ARENA_LINE - offsetof(struct cc__arena_par, inl);
