@@ -149,7 +149,10 @@ static double now_s(void)
 static int measure(const char *ccdump, const char *dir, int as_json)
 {
     char out[PATH_MAX], line[2048] = "";
-    snprintf(out, sizeof(out), "%s.out", dir);
+    if (snprintf(out, sizeof(out), "%s.out", dir) >= (int)sizeof(out)) {
+        fprintf(stderr, "ccdump_scale: directory name too long: %s\n", dir);
+        return 2;
+    }
     double t = now_s();
     pid_t pid = fork();
     if (pid == 0) {

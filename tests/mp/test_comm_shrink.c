@@ -236,7 +236,7 @@ static void run_kill_twice(const char *transport)
                      res[r].exited ? res[r].code : res[r].signo);
         char *text = read_all(path);
         assert_non_null(text);
-        printf("rank %d:\n%s", r, text);
+        printf("rank %d:\n%s", r, text ? text : "");
         if (!first)
             first = text;
         else {

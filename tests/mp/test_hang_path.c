@@ -107,7 +107,7 @@ static void test_stuck_rank_dumps_everywhere(void **s)
     char files[16][1024];
     time_t first = 0, last = 0;
     for (int r = 0; r < 4; r++) {
-        char prefix[16];
+        char prefix[32];
         snprintf(prefix, sizeof(prefix), "rank%d.", r);
         int n = find_files("dumps", prefix, ".json", files, 16);
         assert_true(n >= 1); /* every rank dumped, the stuck one too */

@@ -120,7 +120,7 @@ static void test_store_cleanup(void **s)
     cc__store_t *c = NULL;
     assert_int_equal(cc__store_connect(addr, "k", 5000, &c), CC_OK);
     for (int i = 0; i < 3; i++) {
-        char k[8];
+        char k[16];
         snprintf(k, sizeof(k), "k%d", i);
         assert_int_equal(cc__store_set(c, k, "v", 1), CC_OK);
     }
