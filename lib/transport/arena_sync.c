@@ -335,8 +335,8 @@ static inline void claim_line(const cc__arena_t *ar, const char *p)
  * for those copies to be dropped, and a peer sees the arrival only after that round trip and
  * its own fetch. The claim runs while this rank waits for its peers. Only once every peer
  * arrived past op seq + 1 - K, so a reader still at that op keeps its lines (a small
- * broadcast's root runs ahead). 8-16 byte ops, 2 ranks, far placement: 0.60-0.65 ->
- * 0.49-0.54 us (docs/performance.md, afternoon of 2026-12-05).
+ * broadcast's root runs ahead). 2 ranks, far placement, one build alternating: 8 B
+ * allreduce 0.63-0.65 -> 0.51-0.57 us (docs/performance.md, afternoon of 2026-12-05).
  */
 static inline void claim_next(cc__arena_op_t *ao)
 {
