@@ -103,6 +103,14 @@ static void sustained(const char *dir, int ops, uint64_t gap_ns)
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        int help = argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+        fprintf(help ? stdout : stderr,
+                "usage: clog_bench [DIR]\n"
+                "  clog's writer: a burst pushed then drained, and the sustained rate with and\n"
+                "  without pacing; it writes DIR/clog_bench.log (default /tmp) and removes it.\n");
+        return help ? 0 : 2;
+    }
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     push_then_drain(dir, 1 << 20);
     sustained(dir, 1000000, 0);

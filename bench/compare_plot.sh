@@ -8,6 +8,7 @@
 # 10 KB), so both libraries' curves come from the same formula.
 # Needs gnuplot (apt-get install gnuplot-nox).
 set -eu
+case "${1:-}" in -h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -ge 2 ] || { echo "usage: compare_plot.sh RESULTS.tsv FILE.svg [TITLE]" >&2; exit 2; }
 RES=$1 SVG=$2 TITLE=${3:-compare.sh}
 [ -r "$RES" ] || { echo "compare_plot.sh: cannot read results \"$RES\"" >&2; exit 2; }

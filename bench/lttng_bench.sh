@@ -4,9 +4,15 @@
 # overwrite mode (per-event figures). Uses a private LTTNG_HOME; a session
 # daemon started here is stopped by its PID afterwards.
 set -eu
+case "${1:-}" in
+-h | --help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-*) echo "lttng_bench.sh: unknown option $1 (usage: lttng_bench.sh [BUILD_DIR])" >&2; exit 2 ;;
+esac
 build=${1:-build}
 bench="$build/bin/lttng_bench"
+[ -x "$bench" ] || { echo "lttng_bench.sh: no $bench: build first (cmake --build $build)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/ccomm-lttng-bench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
 export LTTNG_HOME="$tmp"
 export HOME="${HOME:-$tmp}"
 echo "== no session"

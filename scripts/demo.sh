@@ -11,6 +11,10 @@
 # Every step is bounded by a timeout, and no rank is left running.
 # DEMO_OUT sets the output directory (default ./ccomm-demo, emptied first).
 set -uo pipefail
+case "${1:-}" in
+-h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-*) echo "demo: unknown option $1 (usage: demo.sh [BUILD_DIR])" >&2; exit 2 ;;
+esac
 BUILD=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "demo: no build directory ${1:-build}" >&2; exit 2; }
 OUT=${DEMO_OUT:-$PWD/ccomm-demo}
 HANG_RANK=2 HANG_STEP=4

@@ -65,12 +65,14 @@ run_tests() {
     # Without link-time optimization: the tests link without it anyway (CMakeLists.txt,
     # CCOMM_LTO), and the first build already linked libccomm.so and ccperf with it.
     # Without the torch backend: no unit or multi-process test loads it, and its four C++
-    # files take about a minute of the 25 that CI allows.
+    # files take about a minute of the 25 that CI allows. Without the benchmarks (bench/): no
+    # test of this phase or of the ASan one runs them, and the first build built them.
     build build-rel -DCMAKE_BUILD_TYPE=Release -DCCOMM_WITH_CUDA=OFF -DCCOMM_LTO=OFF \
-        -DCCOMM_WITH_TORCH=OFF -DCCOMM_TEST_THIN=4
+        -DCCOMM_WITH_TORCH=OFF -DCCOMM_TEST_THIN=4 -DCCOMM_BUILD_BENCH=OFF
     say "unit and multi-process tests (Release build)"
     (cd build-rel && ctest -j "$JOBS" --output-on-failure --timeout 600 -L "unit|mp") || failed=1
-    build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF
+    build build-asan -DCCOMM_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug -DCCOMM_WITH_CUDA=OFF \
+        -DCCOMM_BUILD_BENCH=OFF
     say "tests under ASan+UBSan"
     (cd build-asan && ctest -j "$JOBS" --output-on-failure --timeout 900 -LE "nosan|bench") || failed=1
     # TSan: only the concurrency tests run, so only their programs are built.

@@ -29,6 +29,13 @@ for prog in hello_shared hello_static; do
         { echo "$OUT"; echo "FAIL: $prog did not run"; exit 1; }
     echo "$OUT" | grep -q 'rank 0 of 1: sum of ranks = 0 (expected 0)' || { echo "$OUT"; echo "FAIL: $prog: wrong output"; exit 1; }
 done
+# The installed archive carries machine code only: GCC's IR in it (the build's fat objects)
+# would send every user's link through the LTO plugin (25 s for hello.c instead of 0.3).
+A=$(find "$T/prefix" -name libccomm.a | head -n 1)
+[ -n "$A" ] || { echo "FAIL: no libccomm.a installed"; exit 1; }
+if command -v objdump >/dev/null && objdump -h "$A" | grep -q '\.gnu\.lto_'; then
+    echo "FAIL: the installed $A holds GCC's LTO sections (.gnu.lto_*)"; exit 1
+fi
 NCCL=$(find "$T/prefix" -name libccomm-nccl.so | head -n 1)
 if [ -n "$NCCL" ]; then
     # ld.so reports a preload it cannot load on stderr and runs the program anyway.
@@ -38,4 +45,4 @@ if [ -n "$NCCL" ]; then
         { echo "$ERR"; echo "FAIL: the installed libccomm-nccl.so cannot be preloaded (status $rc)"; exit 1; }
     readelf -d "$NCCL" | grep -q 'RUNPATH.*\$ORIGIN' || { readelf -d "$NCCL"; echo "FAIL: no RUNPATH \$ORIGIN"; exit 1; }
 fi
-echo "ok: find_package(ccomm) with both targets; libccomm-nccl.so preloads from the prefix"
+echo "ok: find_package(ccomm) with both targets; libccomm.a without LTO sections; libccomm-nccl.so preloads from the prefix"
