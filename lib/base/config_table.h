@@ -138,7 +138,7 @@
       "Largest piece of a message written to a TCP socket at once.", 0)                            \
     X(TCP_RNDV_THRESHOLD, tcp_rndv_threshold, STR, "auto",                                        \
       "TCP messages of at least this many bytes wait for their receive before their payload is "   \
-      "sent (one round trip, no copy held aside); 0: never; auto: 64K when every rank on the "     \
+      "sent (one round trip, no copy held aside); 0: never; auto: 256K when every rank on the "    \
       "host has a CPU of its own, 1M when they share CPUs.",                                       \
       0)                                                                                           \
     X(WAIT_SPIN_US, wait_spin_us, INT, "50",                                                       \

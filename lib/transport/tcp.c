@@ -157,25 +157,33 @@ static cc_status_t arm_epoll(struct cc__net *net, struct cc__tcp_state *ts)
 }
 
 /*
- * The rendezvous threshold, CCOMM_TCP_RNDV_THRESHOLD=auto: 64 KiB when every
- * rank of this host has a CPU of its own, 1 MiB when they share. Measured
- * here (2 CPUs), a/b the threshold at 64 KiB against 1 MiB, medians of 11
- * launches, 2026-12-02 00:00 UTC, quiet host:
- *   bench/ab.sh --a build --a-env CCOMM_TCP_RNDV_THRESHOLD=64K --b build
- *               --coll C --sizes "1M 4M 16M" --ranks R --transport tcp --launches 11
- *   2 ranks, allgather 1M/4M/16M 0.89/0.70/0.90, allreduce 0.98/0.79/0.89:
- *     pipelined pieces of 128-512 KiB move faster after a round trip than
- *     pushed ahead of a receive (held aside, copied again);
- *   4 ranks (3 launches), allreduce/allgather/broadcast at 256 KiB
- *     1.78/1.96/1.65, 1M 1.14/1.23/0.86: with ranks waiting for a CPU each
- *     round trip waits for a context switch as well.
+ * The rendezvous threshold, CCOMM_TCP_RNDV_THRESHOLD=auto: 256 KiB when every
+ * rank of this host has a CPU of its own, 1 MiB when they share.
+ *
+ * 256 KiB (it was 64 KiB until 2026-12-05): messages of 64-255 KiB leave with
+ * their payload instead of waiting a round trip for their receive. a/b = time
+ * at 64 KiB / time at 256 KiB, medians of 11 launches, 2 ranks, 2026-12-05
+ * 22:10 UTC (docs/transports.md):
+ *   bench/ab.sh --a build --b build --b-env CCOMM_TCP_RNDV_THRESHOLD=256K
+ *               --coll C --sizes "64K 256K 1M 16M" --transport tcp --launches 11
+ *   allreduce 1.66 1.00 1.04 1.01, allgather 1.15 1.39 1.00 1.03, broadcast
+ *   1.88 1.02 1.00 1.33, alltoall 1.07 1.66 1.02 1.05, reduce_scatter 0.96
+ *   1.36 1.03 0.99.
+ * Larger messages still wait: 2026-12-02 (threshold 64 KiB against 1 MiB,
+ * same command, sizes 1M 4M 16M) the pieces of a pipelined step of 512 KiB
+ * and more moved faster after a round trip than pushed ahead of a receive
+ * (held aside, copied again): allgather 0.89/0.70/0.90, allreduce
+ * 0.98/0.79/0.89 for 1 MiB against 64 KiB.
+ * Shared CPUs, 4 ranks (3 launches), 64 KiB against 1 MiB: allreduce/
+ * allgather/broadcast at 256 KiB 1.78/1.96/1.65, 1M 1.14/1.23/0.86: with
+ * ranks waiting for a CPU each round trip waits for a context switch as well.
  */
 static uint64_t pick_rndv(const struct cc__net *net)
 {
     uint64_t t = 0;
     /* A bad value never gets here: check_env refused it before the net was made. */
     if (cc__net_rndv_setting(&t) == 0) return t;
-    t = net->shares_cpus ? (1u << 20) : (64u << 10);
+    t = net->shares_cpus ? (1u << 20) : (256u << 10);
     cc_log_debug(CC_SUBSYS_TCP, "tcp: rendezvous from %llu bytes (%s)", (unsigned long long)t,
                  net->shares_cpus ? "ranks share this host's cpus" : "a cpu per rank");
     return t;

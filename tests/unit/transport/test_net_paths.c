@@ -130,7 +130,7 @@ static int plain_recv(cc__net_t *net, size_t len, unsigned char *buf)
 
 /* TCP rendezvous: the frames rank 0 wrote for each message. */
 /* What CCOMM_TCP_RNDV_THRESHOLD should give, worked out here rather than read back: a size as
- * set; auto (unset) 64 KiB when both ranks have a CPU of their own, 1 MiB when they share. */
+ * set; auto (unset) 256 KiB when both ranks have a CPU of their own, 1 MiB when they share. */
 static size_t rndv_threshold(cc__net_t *net)
 {
     const char *v = getenv("CCOMM_TCP_RNDV_THRESHOLD");
@@ -144,7 +144,7 @@ static size_t rndv_threshold(cc__net_t *net)
     const char *local = getenv("CCOMM_LOCAL_SIZE");
     int ranks = local ? atoi(local) : 2;
     (void)net;
-    return ranks > ncpu ? (1u << 20) : (64u << 10);
+    return ranks > ncpu ? (1u << 20) : (256u << 10);
 }
 
 static int rndv_send(cc__net_t *net, size_t len, const unsigned char *buf)
