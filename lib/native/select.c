@@ -175,7 +175,24 @@ static const cc__algo_row_t rows[] = {
      *   2 ranks: stream 13.8 / 66.6 / 212 / 1214 / 5369, 10.7 / 75.2 / 191 / 1063 / 4888;
      *            cma 13.1 / 70.8 / 224 / 1349 / 8953, 12.3 / 71.1 / 214 / 1730 / 9014
      *   4 ranks: stream 28.0 / 129 / 411 / 2185 / 9720, 32.5 / 141 / 362 / 2207 / 9482;
-     *            cma 45.7 / 157 / 500 / 3184 / 17357, 43.0 / 160 / 493 / 3186 / 19188 */
+     *            cma 45.7 / 157 / 500 / 3184 / 17357, 43.0 / 160 / 493 / 3186 / 19188
+     * On 2026-12-05's host (AMD EPYC, kvm-clock, far placement) cma is ahead at 2 ranks up to
+     * 4 MiB, and far behind from 8 MiB. 22:25 UTC, medians of 11 launches, us (stream / cma):
+     *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLGATHER=shm_stream --b build
+     *     --b-env CCOMM_ALGO_ALLGATHER=shm_cma --coll allgather --sizes "512K 1M 2M 4M 8M 16M"
+     *     --launches 11
+     *   2 ranks: 512K 30.3/27.0, 1M 58.6/58.0, 2M 121/115, 4M 287/248, 8M 551/672,
+     *            16M 1171/2046
+     *   again, 22:30 UTC: 128K 6.87/7.83, 256K 12.5/11.3, 512K 25.7/20.3, 4M 230/178
+     *   and the automatic choice with these rows against the stream alone (cma from 256K):
+     *   bench/ab.sh --a <build of b38261f> --b build --coll allgather --sizes "..."
+     *     --launches 11: 128K 1.00, 256K 0.93, 1M 1.01, 4M 1.09, 8M 1.01 (old / new)
+     *   bench/compare.sh --colls allgather --ranks 2 --transports shm --launches 3 with
+     *     these rows: 4M 184 against Open MPI's 173 us, 0.94 (the whole table of 21:59: 0.77)
+     * So cma from 512 KiB to below 8 MiB on 2 ranks (the whole table's 4 MiB cell: 0.77 and
+     * 0.84 of Open MPI with the stream), the stream below, above and on more ranks. */
+    {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 2, 512 * K, 0},
+    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 2, 8 * 1024 * K, 0},
     {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0, 0},
     /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,

@@ -103,6 +103,14 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_REDUCE, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_ALLGATHER, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "shm_stream");
+    EXPECT(&nc, CC_OP_ALLGATHER, 4u << 20, "shm_stream"); /* 4 ranks: no cma window */
+    /* 2 ranks: cma from 512 KiB to below 8 MiB (select.c's measurements), the stream around. */
+    cc__native_t two = engine_of(2, CC__TPM_SHM);
+    EXPECT(&two, CC_OP_ALLGATHER, 64 * K, "shm_flat");
+    EXPECT(&two, CC_OP_ALLGATHER, 512 * K - 4, "shm_stream");
+    EXPECT(&two, CC_OP_ALLGATHER, 512 * K, "shm_cma");
+    EXPECT(&two, CC_OP_ALLGATHER, (8u << 20) - 4, "shm_cma");
+    EXPECT(&two, CC_OP_ALLGATHER, 8u << 20, "shm_stream");
     EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_REDUCE_SCATTER, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_BARRIER, 0, "shm");
