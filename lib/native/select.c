@@ -184,13 +184,12 @@ static const cc__algo_row_t rows[] = {
      *   2 ranks: 512K 30.3/27.0, 1M 58.6/58.0, 2M 121/115, 4M 287/248, 8M 551/672,
      *            16M 1171/2046
      *   again, 22:30 UTC: 128K 6.87/7.83, 256K 12.5/11.3, 512K 25.7/20.3, 4M 230/178
-     *   and the automatic choice with these rows against the stream alone (cma from 256K):
+     *   the automatic choice with cma from 256K against the stream alone, old / new:
      *   bench/ab.sh --a <build of b38261f> --b build --coll allgather --sizes "..."
-     *     --launches 11: 128K 1.00, 256K 0.93, 1M 1.01, 4M 1.09, 8M 1.01 (old / new)
-     *   bench/compare.sh --colls allgather --ranks 2 --transports shm --launches 3 with
-     *     these rows: 4M 184 against Open MPI's 173 us, 0.94 (the whole table of 21:59: 0.77)
-     * So cma from 512 KiB to below 8 MiB on 2 ranks (the whole table's 4 MiB cell: 0.77 and
-     * 0.84 of Open MPI with the stream), the stream below, above and on more ranks. */
+     *     --launches 11: 128K 1.00, 256K 0.93, 1M 1.01, 4M 1.09, 8M 1.01
+     * So cma from 512 KiB to below 8 MiB on 2 ranks, the stream below, above and on more
+     * ranks. Against Open MPI (bench/compare.sh --colls allgather --ranks 2 --transports shm
+     * --launches 3) the 4 MiB cell went from 0.77 (whole table of 21:59) to 0.94. */
     {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 2, 512 * K, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 2, 8 * 1024 * K, 0},
     {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0, 0},

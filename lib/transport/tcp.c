@@ -163,7 +163,7 @@ static cc_status_t arm_epoll(struct cc__net *net, struct cc__tcp_state *ts)
  * 256 KiB (it was 64 KiB until 2026-12-05): messages of 64-255 KiB leave with
  * their payload instead of waiting a round trip for their receive. a/b = time
  * at 64 KiB / time at 256 KiB, medians of 11 launches, 2 ranks, 2026-12-05
- * 22:10 UTC (docs/transports.md):
+ * 21:20 UTC (docs/transports.md):
  *   bench/ab.sh --a build --b build --b-env CCOMM_TCP_RNDV_THRESHOLD=256K
  *               --coll C --sizes "64K 256K 1M 16M" --transport tcp --launches 11
  *   allreduce 1.66 1.00 1.04 1.01, allgather 1.15 1.39 1.00 1.03, broadcast
