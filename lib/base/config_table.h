@@ -99,9 +99,10 @@
     X(TRANSPORT, transport, ENUM, "auto",                                                          \
       "auto: shared memory between ranks on one host, TCP between hosts; tcp: TCP everywhere.", 0) \
     X(CLOCK, clock, ENUM, "auto",                                                                  \
-      "What op time stamps are read from. auto: the TSC where it is invariant and the kernel's "   \
-      "clocksource is tsc (a stamp costs a third of clock_gettime; it stays within microseconds "  \
-      "of CLOCK_MONOTONIC), else CLOCK_MONOTONIC; monotonic: always clock_gettime.",               \
+      "What op time stamps are read from. auto: the TSC where it is invariant and the kernel "     \
+      "keeps time with it (clocksource tsc, or kvm-clock read in user space: a stamp costs half "  \
+      "of clock_gettime or less; it stays within microseconds of CLOCK_MONOTONIC), else "          \
+      "CLOCK_MONOTONIC; monotonic: always clock_gettime.",                                         \
       0)                                                                                           \
     X(TIMEOUT, timeout, INT, "600",                                                                \
       "Default deadline of every operation, in seconds; a communicator's config or an op's "       \
