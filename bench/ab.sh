@@ -16,7 +16,9 @@
 # --transport auto|tcp (auto), --launches N (7), --iters N (ccperf -n for
 # sizes up to 1 MiB; larger sizes run fewer, as --budget 256M does),
 # --a-env "VAR=value ...", --b-env "..." (settings for A's or B's runs only:
-# one build under two settings).
+# one build under two settings), --in-place (time ccperf's in-place column
+# instead of the out-of-place one: compare.sh's broadcast column, since
+# MPI_Bcast works on one buffer).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +33,8 @@ B_ENV=""
 TRANSPORT=auto
 LAUNCHES=7
 ITERS=200
+COL=7
+COLNAME=out-of-place
 while [ $# -gt 0 ]; do
     case "$1" in
     --a) A=$2; shift ;;
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
     --coll) COLL=$2; shift ;;
     --sizes) SIZES=$2; shift ;;
     --ranks) RANKS=$2; shift ;;
+    --in-place) COL=11; COLNAME=in-place; shift; continue ;;
     --transport) TRANSPORT=$2; shift ;;
     --launches) LAUNCHES=$2; shift ;;
     --iters) ITERS=$2; shift ;;
@@ -72,7 +77,7 @@ one() { # build label size
     # $envs unquoted on purpose: a list of VAR=value words
     env CCOMM_LOG_LEVEL=ERROR CCOMM_TRANSPORT="$TRANSPORT" $envs timeout 600 "$1/bin/ccrun" -n "$RANKS" \
         "$1/bin/ccperf" "$COLL" -b "$3" -e "$3" -n "$ITERS" -w 10 -c 0 --budget 256M 2>&1 |
-        awk -v l="$2" -v s="$3" '$1 == "[0]" && $2 ~ /^[0-9]+$/ { print l, s, $7; exit }'
+        awk -v l="$2" -v s="$3" -v c="$COL" '$1 == "[0]" && $2 ~ /^[0-9]+$/ { print l, s, $c; exit }'
 }
 
 l=0
@@ -87,7 +92,7 @@ while [ "$l" -lt "$LAUNCHES" ]; do
     l=$((l + 1))
 done
 
-echo "ab: $COLL, $RANKS ranks, transport $TRANSPORT, $LAUNCHES launches alternating; median time (us) of rank 0's out-of-place column"
+echo "ab: $COLL, $RANKS ranks, transport $TRANSPORT, $LAUNCHES launches alternating; median time (us) of rank 0's $COLNAME column"
 echo "  a = $A${A_ENV:+ ($A_ENV)}"
 echo "  b = $B${B_ENV:+ ($B_ENV)}"
 printf "  %8s %12s %12s %10s\n" size "a (us)" "b (us)" "a/b"

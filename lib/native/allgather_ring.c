@@ -108,7 +108,20 @@ cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_
         if (own && cnt && own != place(&c, 0)) memcpy(place(&c, 0), own, cnt * c.es);
         return CC_OK;
     }
-    c.nseg = cc__nseg(nc, cc__blk_max(blk, c.n) * c.es, MAX_SEG);
+    size_t most = cc__blk_max(blk, c.n) * c.es;
+    /*
+     * Two ranks forward nothing: a block in pieces only pays a rendezvous per
+     * piece. Up to 512 KiB an allgather's block goes whole (allreduce_ring's
+     * allgather phase, not measured so, keeps its pieces); from 1 MiB on, the pieces were
+     * faster. TCP, 2 ranks, ccperf sizes (the whole output: a block is half),
+     * medians of 5-9 launches, us, 256K pieces / whole blocks:
+     *   bench/ab.sh --a build --b build --b-env CCOMM_PIPELINE_CHUNK=1M --coll allgather
+     *     --transport tcp --sizes "512K 1M 2M 4M" --launches 5 (and 9)
+     *   2026-12-06 03:19-03:40 UTC: 1M 165.7/139.2, 164.7/135.2, 172.8/142.3, 117.3/95.9,
+     *   115.7/96.6 (1.19-1.22; an A/A run gave 0.96); 2M (blocks of 1 MiB) 0.71-0.90.
+     */
+    int whole = c.n == 2 && most <= 512 * 1024 && op->info.type != CC_OP_ALLREDUCE;
+    c.nseg = whole ? 1 : cc__nseg(nc, most, MAX_SEG);
     c.rq = cc__native_reqs(nc, 2 * (c.n - 1) * c.nseg);
     if (!c.rq) return CC_ERR_NO_MEMORY;
     return run(&c, own);
