@@ -56,7 +56,7 @@
 #define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "recursive_doubling", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTERV "auto", "ring"
-#define CC__CHOICES_ALGO_ALLTOALL        "auto", "shm_flat", "shm_cma", "bruck", "linear", "pairwise"
+#define CC__CHOICES_ALGO_ALLTOALL        "auto", "shm_flat", "shm_cma", "shm_stream", "bruck", "linear", "pairwise"
 #define CC__CHOICES_ALGO_ALLTOALLV       "auto", "pairwise", "linear"
 #define CC__CHOICES_ALGO_GATHER          "auto", "shm_flat", "shm_cma", "binomial", "linear"
 #define CC__CHOICES_ALGO_GATHERV         "auto", "linear"

@@ -97,6 +97,7 @@ cc_status_t cc__reduce_scatter_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__reduce_scatter_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__alltoall_shm_cma(cc__native_t *nc, cc__op_t *op);
+cc_status_t cc__alltoall_shm_stream(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__gather_shm_flat(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__gather_shm_cma(cc__native_t *nc, cc__op_t *op);
 cc_status_t cc__scatter_shm_flat(cc__native_t *nc, cc__op_t *op);

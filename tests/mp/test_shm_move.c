@@ -1,7 +1,8 @@
 /*
  * test_shm_move.c - the shared-memory algorithms that move data without
  * reducing it (shm_flat and shm_cma of broadcast, allgather, alltoall,
- * gather and scatter; broadcast's and allgather's shm_stream; the shm
+ * gather and scatter; broadcast's, allgather's and alltoall's shm_stream
+ * (alltoall's streams at 2 ranks and runs shm_cma at others); the shm
  * barrier), each forced in turn on 2, 3, 4 and 8 forked ranks of one host:
  * counts 0, 1, 7, 1000 and 1M+3 of 1-, 2-, 4- and 8-byte elements, in and
  * out of place, buffers off the 64-byte
@@ -162,9 +163,9 @@ static int matrix(struct tcase *c)
                 c->off = cc_dtype_size(c->dt) * (size_t)(k % 3);
                 c->root = k % c->n;
                 for (size_t f = 0; f < sizeof(colls) / sizeof(colls[0]); f++) {
-                    /* shm_stream is broadcast's and allgather's only. */
+                    /* shm_stream is broadcast's, allgather's and alltoall's only. */
                     if (!strcmp(c->algo, "shm_stream") && colls[f].type != CC_OP_BROADCAST &&
-                        colls[f].type != CC_OP_ALLGATHER)
+                        colls[f].type != CC_OP_ALLGATHER && colls[f].type != CC_OP_ALLTOALL)
                         continue;
                     tc_force(c->comm, colls[f].type, c->algo);
                     if (colls[f].fn(c)) return 1;
