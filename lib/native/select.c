@@ -135,8 +135,15 @@ static const cc__algo_row_t rows[] = {
      *     --sizes "64K 256K 1M" --ranks 4 --transport tcp --launches 5 --iters 100
      *   4 ranks: 64K 493/481, 256K 2467/1880, 1M 7368/5482, 4M 21375/21347, 16M 85466/100067
      * At 2 ranks both take 2 steps and only the ring pipelines them (main against this row
-     * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB. */
-    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 0, 4 * 1024 * K,
+     * at 1 MiB: 2092 / 2723 us, 20:55 UTC), so 2 and 3 ranks keep the ring from 256 KiB.
+     * Again at 4 MiB and above, 2026-12-06 04:12-04:16 UTC, 4 ranks, medians of 5 and 7
+     * launches, us (ring / hd):
+     *   bench/ab.sh --a build --b build --b-env CCOMM_ALGO_ALLREDUCE=halving_doubling
+     *     --coll allreduce --transport tcp --ranks 4 --sizes "2M 4M 8M 16M" --launches 5 (7)
+     *   2M 2829/2683; 4M 7600/6790, 8726/7235; 8M 15671/13761, 15803/15656;
+     *   16M 29324/30136, 29603/28613
+     * so halving-doubling runs below 8 MiB (4 MiB itself included). */
+    {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 0, 8 * 1024 * K,
      0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 0, 64 * K + 1, 0},

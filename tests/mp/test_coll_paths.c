@@ -108,7 +108,7 @@ static const struct row rows[] = {
     {0, CC_OP_ALLREDUCE, 1024 * K + 1, "recursive_doubling", "ring", 2, 2},
     {0, CC_OP_ALLREDUCE, 16 * K, "recursive_doubling", "halving_doubling", 3, 0},
     {0, CC_OP_ALLREDUCE, 256 * K, "halving_doubling", "ring", 3, 3},
-    {0, CC_OP_ALLREDUCE, 4 * 1024 * K, "halving_doubling", "ring", 4, 0},
+    {0, CC_OP_ALLREDUCE, 8 * 1024 * K, "halving_doubling", "ring", 4, 0},
     {0, CC_OP_BROADCAST, 16 * 1024 * K + 1, "binomial", "ring", 0, 0},
     {0, CC_OP_REDUCE, 128 * K, "binomial", "ring", 0, 0},
     {0, CC_OP_ALLGATHER, 64 * K + 1, "bruck", "ring", 3, 4},

@@ -128,8 +128,9 @@ static void test_net_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K - 4, "recursive_doubling");
     EXPECT(&nc, CC_OP_ALLREDUCE, 16 * K, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K - 4, "halving_doubling");
-    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K, "ring");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 4 * 1024 * K, "halving_doubling");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 8 * 1024 * K - 4, "halving_doubling");
+    EXPECT(&nc, CC_OP_ALLREDUCE, 8 * 1024 * K, "ring");
     /* 2 ranks: one exchange of the whole vector through 1 MiB, then the ring. */
     cc__native_t two = engine_of(2, CC__TPM_NET);
     EXPECT(&two, CC_OP_ALLREDUCE, 4, "recursive_doubling");
