@@ -174,7 +174,8 @@
     X(ALGO_BARRIER, algo_barrier, ENUM, "auto", CC__ALGO_HELP("barrier"), 0)                       \
     X(PIPELINE_CHUNK, pipeline_chunk, SIZE, "256K",                                                \
       "Piece size into which ring and chain algorithms cut large blocks, so that sending, "        \
-      "receiving and reducing overlap.",                                                           \
+      "receiving and reducing overlap. The ring allgather cuts no piece under 1 MiB on 3 or more " \
+      "ranks, and sends blocks of up to 512 KiB whole on 2.",                                     \
       0)                                                                                           \
     /* observability */                                                                            \
     X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm-%u",                                        \

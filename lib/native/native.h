@@ -247,6 +247,10 @@ cc_status_t cc__ring_reduce_scatter(cc__native_t *nc, cc__op_t *op, const cc__bl
                                     const void *in, void *out, uint32_t step0);
 cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, void *buf,
                                const void *own, uint32_t step0);
+/* The piece size the ring allgather cuts a largest block of `block` bytes into on n ranks
+ * for an op of `type`, from CCOMM_PIPELINE_CHUNK `chunk`; 0: whole blocks (allgather_ring.c
+ * says why). */
+size_t cc__ring_allgather_piece(int n, cc_op_type_t type, size_t block, size_t chunk);
 
 /* Algorithms (one file each, see select.c for when each runs). */
 cc_status_t cc__send_direct(cc__native_t *nc, cc__op_t *op);
