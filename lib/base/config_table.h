@@ -172,10 +172,11 @@
     X(ALGO_SCATTER, algo_scatter, ENUM, "auto", CC__ALGO_HELP("scatter"), 0)                       \
     X(ALGO_SCATTERV, algo_scatterv, ENUM, "auto", CC__ALGO_HELP("scatter_v"), 0)                   \
     X(ALGO_BARRIER, algo_barrier, ENUM, "auto", CC__ALGO_HELP("barrier"), 0)                       \
-    X(PIPELINE_CHUNK, pipeline_chunk, SIZE, "256K",                                                \
+    X(PIPELINE_CHUNK, pipeline_chunk, STR, "auto",                                                 \
       "Piece size into which ring and chain algorithms cut large blocks, so that sending, "        \
-      "receiving and reducing overlap. The ring allgather cuts no piece under 1 MiB on 3 or more " \
-      "ranks, and sends blocks of up to 512 KiB whole on 2.",                                     \
+      "receiving and reducing overlap. auto: 256K on 2 ranks, 1M on 3 or more, and the 2-rank "    \
+      "ring allgather sends blocks of up to 512 KiB whole; a size (64K, 1M; 0: whole blocks) "     \
+      "sets it everywhere.",                                                                       \
       0)                                                                                           \
     /* observability */                                                                            \
     X(RECORDER_DIR, recorder_dir, STR, "/dev/shm/ccomm-%u",                                        \

@@ -95,27 +95,21 @@ static cc_status_t run(struct ag *c, const char *own)
 }
 
 /*
- * The piece size of an allgather's ring (0: whole blocks), from CCOMM_PIPELINE_CHUNK (chunk).
- * Over TCP every piece of a large block pays a rendezvous. allreduce_ring's allgather
- * phase (type ALLREDUCE), not measured so, keeps the chunk.
- * - Two ranks forward nothing: a block of up to 512 KiB goes whole; from 1 MiB on, 256K
- *   pieces were faster. TCP, 2 ranks, ccperf sizes (the whole output: a block is half),
- *   medians of 5-9 launches, us, 256K pieces / whole blocks, 2026-12-06 03:19-03:40 UTC:
- *     bench/ab.sh --a build --b build --b-env CCOMM_PIPELINE_CHUNK=1M --coll allgather
- *       --transport tcp --sizes "512K 1M 2M 4M" --launches 5 (and 9)
- *     1M 165.7/139.2, 164.7/135.2, 172.8/142.3, 117.3/95.9, 115.7/96.6 (1.19-1.22; an A/A
- *     run gave 0.96); 2M (blocks of 1 MiB) 0.71-0.90.
- * - Three ranks or more: pieces of at least 1 MiB. Same command with --ranks 4 (3),
- *   2026-12-06 04:17-04:22 UTC, medians of 7 (5) launches, 256K / 1M pieces:
- *     4 ranks: 2M 1.12, 4M 1.41 (and 1.43), 8M 1.21, 16M 1.12 (1.11), 64M 1.01
- *     3 ranks: 1536K 1.05, 3M 1.41, 12M 1.05, 48M 0.97
- *   and 1M pieces against whole blocks (--a-env ..=1M --b-env ..=64M, 4 ranks): 0.93-1.09.
+ * The piece size of an allgather's ring (0: whole blocks). A CCOMM_PIPELINE_CHUNK that is
+ * set holds; under auto (1 MiB on 3 or more ranks: util.c), two ranks forward nothing, and
+ * over TCP every piece pays a rendezvous: a block of up to 512 KiB goes whole, and from
+ * 1 MiB on 256K pieces were faster. TCP, 2 ranks, ccperf sizes (the whole output: a block
+ * is half), medians of 5-9 launches, us, 256K pieces / whole blocks, 2026-12-06 03:19-03:40:
+ *   bench/ab.sh --a build --b build --b-env CCOMM_PIPELINE_CHUNK=1M --coll allgather
+ *     --transport tcp --sizes "512K 1M 2M 4M" --launches 5 (and 9)
+ *   1M 165.7/139.2, 164.7/135.2, 172.8/142.3, 117.3/95.9, 115.7/96.6 (1.19-1.22; an A/A
+ *   run gave 0.96); 2M (blocks of 1 MiB) 0.71-0.90.
+ * allreduce_ring's allgather phase (type ALLREDUCE), not measured so, keeps the chunk.
  */
-size_t cc__ring_allgather_piece(int n, cc_op_type_t type, size_t block, size_t chunk)
+size_t cc__ring_allgather_piece(int n, cc_op_type_t type, size_t block, size_t chunk, int is_auto)
 {
-    if (type == CC_OP_ALLREDUCE) return chunk;
-    if (n == 2) return block <= 512 * 1024 ? 0 : chunk;
-    return chunk && chunk < 1024 * 1024 ? 1024 * 1024 : chunk;
+    if (!is_auto || type == CC_OP_ALLREDUCE || n != 2) return chunk;
+    return block <= 512 * 1024 ? 0 : chunk;
 }
 
 cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, void *buf,
@@ -135,7 +129,7 @@ cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_
         return CC_OK;
     }
     size_t most = cc__blk_max(blk, c.n) * c.es;
-    c.seg = cc__ring_allgather_piece(c.n, op->info.type, most, nc->seg_bytes);
+    c.seg = cc__ring_allgather_piece(c.n, op->info.type, most, nc->seg_bytes, nc->seg_auto);
     size_t k = c.seg ? (most + c.seg - 1) / c.seg : 1;
     c.nseg = k < 1 ? 1 : k > MAX_SEG ? MAX_SEG : (int)k;
     c.rq = cc__native_reqs(nc, 2 * (c.n - 1) * c.nseg);

@@ -29,6 +29,15 @@ static void native_destroy(void *state);
 static cc_status_t native_create(struct cc_comm *comm, void **state)
 {
     CC_CHECK(cc__native_check_forced()); /* a bad CCOMM_ALGO_* fails every rank alike */
+    size_t seg;
+    int seg_auto;
+    if (cc__pipeline_setting(cc__cfg()->pipeline_chunk, comm->size, &seg, &seg_auto) < 0) {
+        cc_log_error(CC_SUBSYS_COLL,
+                     "CCOMM_PIPELINE_CHUNK=%s is neither auto nor a size (256K, 1M, 0) of at "
+                     "most 1T",
+                     cc__cfg()->pipeline_chunk);
+        return CC_ERR_INVALID_ARG;
+    }
     cc__native_t *nc = calloc(1, sizeof(*nc));
     if (!nc) return CC_ERR_NO_MEMORY;
     nc->comm = comm;
@@ -82,7 +91,8 @@ static cc_status_t native_create(struct cc_comm *comm, void **state)
     }
     nc->transport = nc->size == 1 ? "self" : !ntcp ? "shm" : !nshm ? "tcp" : "mixed";
     nc->tpm = nc->size == 1 ? CC__TPM_SELF : !ntcp ? CC__TPM_SHM : CC__TPM_NET;
-    nc->seg_bytes = (size_t)cfg->pipeline_chunk;
+    nc->seg_bytes = seg;
+    nc->seg_auto = seg_auto;
     nc->desync_check = cfg->desync_check;
     st = cc__arena_create(nc->net, nc->comm->id, nc->comm->name, &nc->abort_reason, &nc->arena);
     if (st != CC_OK) {

@@ -63,6 +63,7 @@ struct cc__native {
     unsigned exchanges;                   /* store allgathers made while connecting */
     unsigned windows;                     /* RMA windows created (window.c: their ids) */
     size_t seg_bytes;                     /* CCOMM_PIPELINE_CHUNK */
+    int seg_auto;                         /* ... it is auto (cc__pipeline_setting) */
     int desync_check;                     /* CCOMM_DESYNC_CHECK (read once: every op asks) */
     const char *forced[CC_OP_TYPE_COUNT]; /* tests' per-comm overrides (cc__native_force) */
     struct cc__arena *arena; /* an all-shm comm's control segment (transport/arena.h), or NULL */
@@ -248,9 +249,12 @@ cc_status_t cc__ring_reduce_scatter(cc__native_t *nc, cc__op_t *op, const cc__bl
 cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *blk, void *buf,
                                const void *own, uint32_t step0);
 /* The piece size the ring allgather cuts a largest block of `block` bytes into on n ranks
- * for an op of `type`, from CCOMM_PIPELINE_CHUNK `chunk`; 0: whole blocks (allgather_ring.c
- * says why). */
-size_t cc__ring_allgather_piece(int n, cc_op_type_t type, size_t block, size_t chunk);
+ * for an op of `type`, from the pipeline piece `chunk` (is_auto: CCOMM_PIPELINE_CHUNK=auto,
+ * else the setting holds); 0: whole blocks (allgather_ring.c says why). */
+size_t cc__ring_allgather_piece(int n, cc_op_type_t type, size_t block, size_t chunk, int is_auto);
+/* CCOMM_PIPELINE_CHUNK (text) on n ranks: *seg the piece size (0: whole blocks), *is_auto
+ * whether it was auto. -1 (and *seg 0) when text is neither auto nor a size. */
+int cc__pipeline_setting(const char *text, int n, size_t *seg, int *is_auto);
 
 /* Algorithms (one file each, see select.c for when each runs). */
 cc_status_t cc__send_direct(cc__native_t *nc, cc__op_t *op);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "native/native.h"
 
@@ -19,6 +20,32 @@ void cc__chunk(size_t count, int n, int c, size_t *off, size_t *len)
     size_t base = count / (size_t)n, rem = count % (size_t)n;
     *off = (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
     *len = base + ((size_t)c < rem ? 1 : 0);
+}
+
+/*
+ * auto: 256 KiB on 2 ranks, 1 MiB on 3 or more. Over TCP each piece of a large block pays a
+ * rendezvous; on 4 ranks 1 MiB pieces were faster, on 2 slower. 2026-12-06 04:17-04:24 UTC,
+ * medians of 5 launches, time with 256K / with 1M pieces:
+ *   bench/ab.sh --a build --b build --b-env CCOMM_PIPELINE_CHUNK=1M --coll C --transport tcp
+ *     --ranks N --sizes "..." --launches 5
+ *   4 ranks: allgather 2M 1.12, 4M 1.41, 8M 1.21, 16M 1.12 (7 launches); reduce_scatter 4M
+ *   1.49, 16M 1.03, 64M 1.03; allreduce (ring from 8 MiB) 16M 1.14, 64M 1.03; reduce 1M
+ *   1.10, 4M 1.22, 16M 1.04. 3 ranks: allgather 1536K 1.05, 3M 1.41, 12M 1.05, 48M 0.97.
+ *   2 ranks: allreduce 2M 0.87, 4M 0.93, 16M 0.99, 64M 1.07; reduce_scatter 2M 0.85, 4M
+ *   0.92, 16M 1.04, 64M 0.94.
+ */
+int cc__pipeline_setting(const char *text, int n, size_t *seg, int *is_auto)
+{
+    *seg = 0;
+    *is_auto = !text || !*text || strcmp(text, "auto") == 0;
+    if (*is_auto) {
+        *seg = n >= 3 ? 1024 * 1024 : 256 * 1024;
+        return 0;
+    }
+    uint64_t v;
+    if (cc__parse_size(text, &v) != 0 || v > ((uint64_t)1 << 40)) return -1;
+    *seg = (size_t)v;
+    return 0;
 }
 
 int cc__nseg(const cc__native_t *nc, size_t bytes, int max)

@@ -286,6 +286,36 @@ static void test_refusals(void **state)
     assert_int_equal(cc__native_check_forced(), CC_OK);
 }
 
+/* CCOMM_PIPELINE_CHUNK: auto is 256K on 2 ranks and 1M on more; a size holds everywhere,
+ * and the 2-rank ring allgather sends blocks of up to 512 KiB whole only under auto. */
+static void test_pipeline_chunk(void **state)
+{
+    (void)state;
+    size_t seg;
+    int a;
+    assert_int_equal(cc__pipeline_setting("auto", 2, &seg, &a), 0);
+    assert_true(a && seg == 256 * K);
+    assert_int_equal(cc__pipeline_setting(NULL, 3, &seg, &a), 0);
+    assert_true(a && seg == 1024 * K);
+    assert_int_equal(cc__pipeline_setting("auto", 8, &seg, &a), 0);
+    assert_true(a && seg == 1024 * K);
+    assert_int_equal(cc__pipeline_setting("4K", 8, &seg, &a), 0);
+    assert_true(!a && seg == 4 * K);
+    assert_int_equal(cc__pipeline_setting("0", 2, &seg, &a), 0);
+    assert_true(!a && seg == 0);
+    assert_int_equal(cc__pipeline_setting("lots", 2, &seg, &a), -1);
+    assert_int_equal(cc__pipeline_setting("-1", 2, &seg, &a), -1);
+    assert_int_equal(cc__pipeline_setting("2T", 2, &seg, &a), -1);
+    /* The 2-rank allgather under auto: whole through 512 KiB, the chunk above. */
+    assert_int_equal(cc__ring_allgather_piece(2, CC_OP_ALLGATHER, 512 * K, 256 * K, 1), 0);
+    assert_int_equal(cc__ring_allgather_piece(2, CC_OP_ALLGATHERV, 512 * K, 256 * K, 1), 0);
+    assert_int_equal(cc__ring_allgather_piece(2, CC_OP_ALLGATHER, 512 * K + 1, 256 * K, 1),
+                     256 * K);
+    assert_int_equal(cc__ring_allgather_piece(2, CC_OP_ALLREDUCE, 4 * K, 256 * K, 1), 256 * K);
+    assert_int_equal(cc__ring_allgather_piece(2, CC_OP_ALLGATHER, 4 * K, 256 * K, 0), 256 * K);
+    assert_int_equal(cc__ring_allgather_piece(4, CC_OP_ALLGATHER, 4 * K, 1024 * K, 1), 1024 * K);
+}
+
 /* Every data op has an algorithm on every transport class at every size: a fallback row. */
 static void test_every_op_has_a_fallback(void **state)
 {
@@ -319,6 +349,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forced, clean_env, clean_env),
         cmocka_unit_test_setup_teardown(test_refusals, clean_env, clean_env),
         cmocka_unit_test_setup_teardown(test_every_op_has_a_fallback, clean_env, clean_env),
+        cmocka_unit_test_setup_teardown(test_pipeline_chunk, clean_env, clean_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
