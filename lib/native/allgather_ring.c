@@ -37,8 +37,7 @@ static int blk_of(const struct ag *c, int k)
 static int piece(const struct ag *c, int b, int k, size_t *off, size_t *len)
 {
     size_t cnt = cc__blk_count(c->blk, b);
-    size_t bytes = cnt * c->es, want = c->seg ? (bytes + c->seg - 1) / c->seg : 1;
-    int segs = want < 1 ? 1 : want > (size_t)c->nseg ? c->nseg : (int)want;
+    int segs = cc__nseg_of(c->seg, cnt * c->es, c->nseg);
     if (k >= segs) return 0;
     cc__chunk(cnt, segs, k, off, len);
     return 1;
@@ -130,8 +129,7 @@ cc_status_t cc__ring_allgather(cc__native_t *nc, cc__op_t *op, const cc__blocks_
     }
     size_t most = cc__blk_max(blk, c.n) * c.es;
     c.seg = cc__ring_allgather_piece(c.n, op->info.type, most, nc->seg_bytes, nc->seg_auto);
-    size_t k = c.seg ? (most + c.seg - 1) / c.seg : 1;
-    c.nseg = k < 1 ? 1 : k > MAX_SEG ? MAX_SEG : (int)k;
+    c.nseg = cc__nseg_of(c.seg, most, MAX_SEG);
     c.rq = cc__native_reqs(nc, 2 * (c.n - 1) * c.nseg);
     if (!c.rq) return CC_ERR_NO_MEMORY;
     return run(&c, own);

@@ -228,6 +228,8 @@ size_t cc__blk_max(const cc__blocks_t *b, int n);
 void cc__chunk(size_t count, int n, int c, size_t *off, size_t *len);
 /* Pieces a block of `bytes` is cut into for pipelining (1 for small ones). */
 int cc__nseg(const cc__native_t *nc, size_t bytes, int max);
+/* The same for pieces of `seg` bytes (0: whole blocks) instead of the communicator's. */
+int cc__nseg_of(size_t seg, size_t bytes, int max);
 /* AVG's last step on `count` elements of the op's dtype, in place (n = comm size). */
 void cc__finish_avg(const cc__native_t *nc, const cc__op_t *op, void *buf, size_t count);
 /* The op's reduction kernel (SUM's for AVG and PREMUL_SUM), logged on error. */

@@ -48,12 +48,17 @@ int cc__pipeline_setting(const char *text, int n, size_t *seg, int *is_auto)
     return 0;
 }
 
-int cc__nseg(const cc__native_t *nc, size_t bytes, int max)
+int cc__nseg_of(size_t seg, size_t bytes, int max)
 {
-    size_t seg = nc->seg_bytes ? nc->seg_bytes : bytes;
+    if (!seg) seg = bytes;
     size_t k = seg ? (bytes + seg - 1) / seg : 1;
     if (k < 1) k = 1;
     return k > (size_t)max ? max : (int)k;
+}
+
+int cc__nseg(const cc__native_t *nc, size_t bytes, int max)
+{
+    return cc__nseg_of(nc->seg_bytes, bytes, max);
 }
 
 size_t cc__blk_max(const cc__blocks_t *b, int n)
