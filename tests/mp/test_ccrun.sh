@@ -184,6 +184,36 @@ rings)
     has err 'keeping the job.s rings: .*ccfr: '
     [ "$(find "$tmp/rings" -name '*.ccfr' | wc -l)" = 2 ] || fail "rings of a job that timed out were removed"
     ;;
+bind)
+    # --bind-to: what each rank's kernel mask says (Cpus_allowed_list), against ccrun's own.
+    own=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+    first=$(echo "$own" | sed 's/[-,].*//')
+    ncpu=$(nproc)
+    show='awk "/^Cpus_allowed_list/ {print \"cpus \" \$2}" /proc/self/status'
+    run 0 -n 2 --report-bindings -- sh -c "$show"      # the default: no binding
+    has out "^\[0\] cpus $own\$"; has out "^\[1\] cpus $own\$"
+    has err 'rank 1 not bound (--bind-to none)'
+    # One CPU for ccrun: core puts every rank on it, auto binds nobody (more ranks than CPUs).
+    taskset -c "$first" "$CCRUN" -n 2 --bind-to core --report-bindings -- sh -c "$show" \
+        >"$tmp/out" 2>"$tmp/err" || fail "taskset ccrun --bind-to core failed"
+    has out "^\[0\] cpus $first\$"; has out "^\[1\] cpus $first\$"
+    has err "rank 1 bound to CPU $first\$"
+    run 0 -n $((ncpu + 1)) --bind-to auto --report-bindings -- true
+    has err "rank 0 not bound (--bind-to auto: $ncpu CPUs for $((ncpu + 1)) ranks)"
+    # One rank under auto gets all of ccrun's CPUs; under core, one.
+    run 0 -n 1 --bind-to auto -- sh -c "$show"; has out "^\[0\] cpus $own\$"
+    run 0 -n 1 --bind-to core -- sh -c "$show"; has out "^\[0\] cpus $first\$"
+    if [ "$ncpu" -ge 2 ]; then
+        # Two ranks under core and under auto: different CPUs, each in ccrun's set.
+        for how in core auto; do
+            run 0 -n 2 --bind-to $how --report-bindings -- sh -c "$show"
+            c0=$(sed -n 's/^\[0\] cpus //p' "$tmp/out"); c1=$(sed -n 's/^\[1\] cpus //p' "$tmp/out")
+            [ -n "$c0" ] && [ -n "$c1" ] && [ "$c0" != "$c1" ] || fail "--bind-to $how: ranks on $c0 and $c1"
+            has err "rank 0 bound to CPUs\{0,1\} $c0\$"
+        done
+    fi
+    run 2 -n 2 --bind-to sockets true; has err '\-\-bind-to "sockets": expected auto, core or none'
+    ;;
 netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -20,6 +20,10 @@
 #define CCRUN_EXIT_NOT_FOUND 127 /* the program cannot be found (as the shell) */
 #define CCRUN_EXIT_NO_EXEC   126 /* the program cannot be executed */
 
+/* --bind-to: none (the default), core (one CPU per rank, round robin), auto (an equal share
+ * of ccrun's CPUs per rank when they are at least as many as the ranks, else none). */
+enum { CCRUN_BIND_NONE, CCRUN_BIND_CORE, CCRUN_BIND_AUTO };
+
 struct ccrun_opts {
     int nranks;
     int64_t grace_ms;      /* after a failure, time for the other ranks to end on their own */
@@ -32,6 +36,8 @@ struct ccrun_opts {
     const char *store_host;  /* bind and advertise; default 127.0.0.1 */
     const char *store_netns; /* host the store inside this namespace; "." = ccrun's own */
     int store_port;          /* 0 = any free port */
+    int bind;                /* CCRUN_BIND_*: which CPUs each rank may run on */
+    int report_bindings;     /* say each rank's CPUs at launch */
     char **argv;             /* the program and its arguments */
 };
 

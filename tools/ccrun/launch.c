@@ -51,7 +51,7 @@ const struct ccrun_var ccrun_rank_vars[] = {
     {NULL, NULL}};
 #define NRANKVARS 13
 
-enum child_stage { STAGE_NETNS = 1, STAGE_STDIO, STAGE_EXEC };
+enum child_stage { STAGE_NETNS = 1, STAGE_STDIO, STAGE_BIND, STAGE_EXEC };
 
 struct child_err {
     int stage;
@@ -208,6 +208,8 @@ struct spawn {
     int report[2];      /* close-on-exec pipe for errors before exec */
     sigset_t mask;      /* ccrun's signal mask before it blocked signals */
     pid_t parent;
+    cpu_set_t *cpus;  /* the rank's CPUs (--bind-to), or NULL: ccrun's own */
+    size_t cpus_size; /* bytes of *cpus */
 };
 
 static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
@@ -227,6 +229,8 @@ static __attribute__((noreturn)) void child_main(const struct ccrun_job *job, in
     if (getppid() != sp->parent) _exit(CCRUN_EXIT_SETUP); /* ccrun died before prctl */
     if (sp->netns_fd >= 0 && setns(sp->netns_fd, CLONE_NEWNET) != 0)
         child_fail(sp->report[1], STAGE_NETNS, errno);
+    if (sp->cpus && sched_setaffinity(0, sp->cpus_size, sp->cpus) != 0)
+        child_fail(sp->report[1], STAGE_BIND, errno);
     /* stdin: only rank 0 reads ccrun's, and only when it is not a terminal (the ranks are
      * not the terminal's foreground group: reading it would stop them). */
     int in = (r == 0 && !isatty(0)) ? 0 : open("/dev/null", O_RDONLY);
@@ -299,6 +303,8 @@ static int check_report(const struct ccrun_job *job, int r, int fd, const char *
     if (ce.stage == STAGE_NETNS)
         ccrun_say("rank %d: cannot enter network namespace %s: %s", r, o->netns[r % o->nnetns],
                   strerror(ce.err));
+    else if (ce.stage == STAGE_BIND)
+        ccrun_say("rank %d: cannot bind to its CPUs (--bind-to): %s", r, strerror(ce.err));
     else if (ce.stage == STAGE_STDIO)
         ccrun_say("rank %d: cannot set up stdin/stdout/stderr: %s", r, strerror(ce.err));
     else
@@ -338,6 +344,68 @@ static void abort_launch(struct ccrun_job *job)
     job->nalive = 0;
 }
 
+/* --- binding (--bind-to) --- */
+
+/* The CPUs ccrun may run on, in increasing order, into a malloc'd *list. Their count, or -1. */
+static int allowed_cpus(int **list)
+{
+    for (int max = 1024; max <= (1 << 20); max *= 2) {
+        cpu_set_t *set = CPU_ALLOC(max);
+        size_t size = CPU_ALLOC_SIZE(max);
+        if (!set) return -1;
+        if (sched_getaffinity(0, size, set) != 0) {
+            CPU_FREE(set);
+            if (errno == EINVAL) continue; /* the kernel's mask is larger */
+            return -1;
+        }
+        int n = CPU_COUNT_S(size, set), k = 0;
+        *list = malloc((size_t)(n ? n : 1) * sizeof(int));
+        for (int c = 0; *list && c < max && k < n; c++)
+            if (CPU_ISSET_S(c, size, set)) (*list)[k++] = c;
+        CPU_FREE(set);
+        return *list ? n : -1;
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+/* "0-3,8" for the CPUs in cpus[lo, hi), which are in increasing order. */
+static void cpus_text(const int *cpus, int lo, int hi, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = lo; i < hi && len < cap; i++) {
+        int j = i;
+        while (j + 1 < hi && cpus[j + 1] == cpus[j] + 1)
+            j++;
+        int w = j > i ? snprintf(out + len, cap - len, "%s%d-%d", len ? "," : "", cpus[i], cpus[j])
+                      : snprintf(out + len, cap - len, "%s%d", len ? "," : "", cpus[i]);
+        if (w < 0) break;
+        len += (size_t)w;
+        i = j;
+    }
+}
+
+/*
+ * Rank r's CPUs under the job's --bind-to: [*lo, *hi) of the allowed list. 0 when the rank is
+ * not bound. auto gives each rank an equal contiguous share (the remainder spread), and binds
+ * nobody when the ranks outnumber the CPUs: there a rank that waits must be free to run
+ * wherever a CPU is idle.
+ */
+static int rank_cpus(const struct ccrun_opts *o, int ncpu, int r, int *lo, int *hi)
+{
+    if (o->bind == CCRUN_BIND_NONE || ncpu < 1) return 0;
+    if (o->bind == CCRUN_BIND_CORE) {
+        *lo = r % ncpu;
+        *hi = *lo + 1;
+        return 1;
+    }
+    if (o->nranks > ncpu) return 0;
+    *lo = (int)((long long)r * ncpu / o->nranks);
+    *hi = (int)((long long)(r + 1) * ncpu / o->nranks);
+    return 1;
+}
+
 int ccrun_launch(struct ccrun_job *job, const sigset_t *mask)
 {
     const struct ccrun_opts *o = job->opts;
@@ -349,10 +417,43 @@ int ccrun_launch(struct ccrun_job *job, const sigset_t *mask)
     }
     int nsfd[o->nnetns ? o->nnetns : 1], *reports = malloc((size_t)o->nranks * sizeof(int));
     int rc = reports && open_netns(o, nsfd) == 0 ? 0 : CCRUN_EXIT_SETUP;
-    int started = 0;
+    int started = 0, *cpus = NULL, ncpu = 0, maxcpu = 0;
+    if (rc == 0 && o->bind != CCRUN_BIND_NONE) {
+        if ((ncpu = allowed_cpus(&cpus)) < 0) {
+            ccrun_say("cannot read the CPUs ccrun may run on (for --bind-to): %s", strerror(errno));
+            rc = CCRUN_EXIT_SETUP;
+        } else if (ncpu > 0) {
+            maxcpu = cpus[ncpu - 1] + 1;
+        }
+    }
+    cpu_set_t *set = maxcpu ? CPU_ALLOC(maxcpu) : NULL;
+    size_t set_size = maxcpu ? CPU_ALLOC_SIZE(maxcpu) : 0;
+    if (maxcpu && !set) {
+        ccrun_say("cannot bind the ranks: out of memory");
+        rc = CCRUN_EXIT_SETUP;
+    }
     for (int r = 0; rc == 0 && r < o->nranks; r++, started++) {
-        struct spawn sp = {path,  NULL,    o->nnetns ? nsfd[r % o->nnetns] : -1, {0}, {0}, {0},
-                           *mask, getpid()};
+        struct spawn sp = {path,  NULL,     o->nnetns ? nsfd[r % o->nnetns] : -1, {0}, {0}, {0},
+                           *mask, getpid(), NULL,                                 0};
+        int lo, hi;
+        if (set && rank_cpus(o, ncpu, r, &lo, &hi)) {
+            CPU_ZERO_S(set_size, set);
+            for (int i = lo; i < hi; i++)
+                CPU_SET_S(cpus[i], set_size, set);
+            sp.cpus = set;
+            sp.cpus_size = set_size;
+            if (o->report_bindings) {
+                char text[256];
+                cpus_text(cpus, lo, hi, text, sizeof(text));
+                ccrun_say("rank %d bound to CPU%s %s", r, hi - lo > 1 ? "s" : "", text);
+            }
+        } else if (o->report_bindings) {
+            if (o->bind == CCRUN_BIND_NONE)
+                ccrun_say("rank %d not bound (--bind-to none)", r);
+            else
+                ccrun_say("rank %d not bound (--bind-to auto: %d CPUs for %d ranks)", r, ncpu,
+                          o->nranks);
+        }
         size_t nbase = 0;
         if (!(sp.env = rank_env(job, r, &nbase))) {
             ccrun_say("cannot start rank %d: out of memory", r);
@@ -370,6 +471,8 @@ int ccrun_launch(struct ccrun_job *job, const sigset_t *mask)
     }
     for (int i = 0; i < o->nnetns; i++)
         if (nsfd[i] >= 0) close(nsfd[i]);
+    if (set) CPU_FREE(set);
+    free(cpus);
     free(reports);
     free(path);
     if (rc) abort_launch(job);

@@ -56,6 +56,17 @@ static const char usage_text[] =
     "  --store-netns NS   host the store inside namespace NS; \".\" = ccrun's own\n"
     "                     (default: the first --netns namespace, like torchrun's rank 0)\n"
     "  --store-port P     store port (default 0: any free port)\n"
+    "  --bind-to WHAT     which of ccrun's CPUs each rank may run on (threads a rank\n"
+    "                     starts inherit them), like mpirun's --bind-to:\n"
+    "                     none  no binding, as torchrun: the scheduler places ranks\n"
+    "                           (default)\n"
+    "                     core  one CPU per rank: rank r on the (r mod CPUs)-th\n"
+    "                     auto  an equal, contiguous share per rank (8 CPUs, 2 ranks:\n"
+    "                           0-3 and 4-7); none when ranks outnumber CPUs\n"
+    "                     Binding keeps a rank's caches and spares migrations; it\n"
+    "                     also keeps two ranks off one CPU, where their hand-overs\n"
+    "                     are cheapest (docs/performance.md has measurements).\n"
+    "  --report-bindings  say each rank's CPUs on stderr when it starts\n"
     "  --env              list every CCOMM_* variable with its type, default, value in\n"
     "                     effect and help; with --markdown print docs/env.md\n"
     "  -h, --help         this text;  -V, --version  the version\n"
@@ -158,6 +169,15 @@ static int apply_value(struct ccrun_opts *o, const char *opt, char *val)
     } else if (!strcmp(opt, "--netns")) {
         if (!(o->netns = split_list(val, &o->nnetns)) || o->nnetns == 0)
             return usage_error("--netns \"%s\": expected NS1,NS2,...", val);
+    } else if (!strcmp(opt, "--bind-to")) {
+        if (!strcmp(val, "auto"))
+            o->bind = CCRUN_BIND_AUTO;
+        else if (!strcmp(val, "core"))
+            o->bind = CCRUN_BIND_CORE;
+        else if (!strcmp(val, "none"))
+            o->bind = CCRUN_BIND_NONE;
+        else
+            return usage_error("--bind-to \"%s\": expected auto, core or none", val);
     } else if (!strcmp(opt, "--store-host")) {
         o->store_host = val;
     } else if (!strcmp(opt, "--store-netns")) {
@@ -181,7 +201,8 @@ static const char *const value_opts[][3] = {{"n", "-n", "-np"},
                                             {"--netns", "--netns", NULL},
                                             {"--store-host", "--store-host", NULL},
                                             {"--store-netns", "--store-netns", NULL},
-                                            {"--store-port", "--store-port", NULL}};
+                                            {"--store-port", "--store-port", NULL},
+                                            {"--bind-to", "--bind-to", NULL}};
 
 static int parse_args(int argc, char **argv, struct ccrun_opts *o, enum mode *mode)
 {
@@ -201,6 +222,8 @@ static int parse_args(int argc, char **argv, struct ccrun_opts *o, enum mode *mo
         if (matched) continue;
         if (!strcmp(a, "--no-prefix"))
             o->prefix = 0;
+        else if (!strcmp(a, "--report-bindings"))
+            o->report_bindings = 1;
         else if (!strcmp(a, "--keep-rings"))
             o->keep_rings = 1;
         else if (!strcmp(a, "--env"))
