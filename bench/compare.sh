@@ -21,7 +21,11 @@
 # runs 2000 after 5000),
 # --plot FILE.svg (also draw busbw against size, log-log, one panel per
 # collective and transport, ccomm and Open MPI per rank count, from the
-# same run's medians; needs gnuplot: apt-get install gnuplot-nox).
+# same run's medians; needs gnuplot: apt-get install gnuplot-nox),
+# --bind core|none (both launchers bind their ranks so: ccrun --bind-to,
+# mpirun --bind-to; by default each does as it does by default: ccrun does
+# not bind, mpirun binds each rank to a core up to 2 ranks, and not at all
+# when the ranks outnumber the cores).
 # ccomm's times are its out-of-place column, except broadcast's: MPI_Bcast
 # works on one buffer, which is ccomm's in-place broadcast (out of place the
 # root also copies its input, which Open MPI's run does not; tables before
@@ -44,6 +48,7 @@ MAX=64M
 OUT=""
 PLOT=""
 KEEP=0
+BIND="" # empty: each launcher's default (ccrun: none; mpirun: core up to 2 ranks)
 # Iterations per size, at most (--budget caps large sizes): small ops take well under a
 # microsecond, and 100 of them (the old default) were 50 us of work, which one timer tick or
 # a cold line shifted by 20-50 %; 1000 settle them.
@@ -73,6 +78,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift ;;
     --plot) PLOT=$2; shift ;;
     --keep) KEEP=1 ;;
+    --bind) BIND=$2; shift ;;
     -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -83,6 +89,9 @@ for v in "$ITERS" "$WARMUP" "$LAUNCHES"; do
         echo "compare.sh: \"$v\" is not a whole number (--iters, --warmup, --launches)" >&2; exit 2 ;;
     esac
 done
+case "$BIND" in '' | core | none) ;;
+*) echo "compare.sh: --bind \"$BIND\": expected core or none" >&2; exit 2 ;;
+esac
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 . "$SRC/bench/bench_lib.sh"
 bench_check_plot compare.sh "$PLOT"
@@ -101,7 +110,7 @@ run_ccomm() { # transport ranks coll -b -e -f iters warmup
     json="$TMP/cc.json"
     rm -f "$json"
     CCOMM_TRANSPORT=$([ "$1" = tcp ] && echo tcp || echo auto) CCOMM_LOG_LEVEL=ERROR \
-        timeout 900 "$BUILD/bin/ccrun" --no-prefix -n "$2" "$BUILD/bin/ccperf" "$3" \
+        timeout 900 "$BUILD/bin/ccrun" --no-prefix ${BIND:+--bind-to "$BIND"} -n "$2" "$BUILD/bin/ccperf" "$3" \
         -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" -c 0 --budget "$BUDGET" -J "$json" \
         >"$TMP/cc.out" 2>&1 || { echo "ccperf failed:" >&2; tail -5 "$TMP/cc.out" >&2; return 0; }
     python3 - "$json" "$1" "$2" "$3" >>"$RES" <<'EOF'
@@ -120,7 +129,7 @@ run_ompi() { # transport ranks coll -b -e -f iters warmup
     mca=""
     [ "$1" = tcp ] && mca="--mca btl tcp,self --mca pml ob1"
     # shellcheck disable=SC2086
-    timeout 900 mpirun --allow-run-as-root --oversubscribe -n "$2" $mca "$MPIB" "$3" \
+    timeout 900 mpirun --allow-run-as-root --oversubscribe ${BIND:+--bind-to "$BIND"} -n "$2" $mca "$MPIB" "$3" \
         -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" --budget "$BUDGET" >"$TMP/mpi.out" 2>&1 ||
         { echo "mpi_bench failed:" >&2; tail -5 "$TMP/mpi.out" >&2; return 0; }
     awk -v t="$1" -v n="$2" -v c="$3" '!/^#/ && NF >= 5 && $NF != "WRONG" {
@@ -152,7 +161,7 @@ for l in $(seq 1 "$LAUNCHES"); do
 done
 
 # ---- summary -------------------------------------------------------------------------------
-python3 - "$RES" "$START" "$LAUNCHES" "$TMP/rtt.tsv" >"$TMP/table.md" <<'EOF'
+python3 - "$RES" "$START" "$LAUNCHES" "$TMP/rtt.tsv" "$BIND" >"$TMP/table.md" <<'EOF'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
 rtt = collections.defaultdict(list)
@@ -165,7 +174,10 @@ for line in open(sys.argv[1]):
 keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
 print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
       "ratio = Open MPI time / ccomm time = ccomm busbw / Open MPI busbw "
-      "(> 1: ccomm faster).\n")
+      "(> 1: ccomm faster). CPU binding: "
+      + (f"both launchers --bind-to {sys.argv[5]}" if sys.argv[5] else
+         "each launcher's default (ccrun: none; mpirun: a core per rank up to 2 ranks)")
+      + ".\n")
 if rtt:
     print("Cache-line round trip between CPUs 0 and 1 (bench/line_rtt, ns) before/after each "
           "launch: " + "; ".join(f"{tp} {n} ranks {', '.join(v)}" for (tp, n), v in rtt.items())

@@ -223,13 +223,17 @@ int cc__net_rndv_setting(uint64_t *bytes)
  */
 static void pick_spin(cc__net_t *net)
 {
-    cpu_set_t cpus;
-    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     int local = 0;
     for (int i = 0; i < net->size; i++)
         local += cc__peer_same_host(&net->info[net->rank], &net->info[i]);
-    if (cc__cfg()->local_size > local) local = (int)cc__cfg()->local_size;
-    net->shares_cpus = local > ncpu;
+    int extra = cc__cfg()->local_size > local ? (int)cc__cfg()->local_size - local : 0;
+    int ncpu = 1, shares = cc__peer_shares_cpus(net->info, net->size, net->rank, extra, &ncpu);
+    if (shares < 0) { /* a mask unknown: this rank's own CPU count decides, as before masks */
+        cpu_set_t cpus;
+        ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+        shares = local + extra > ncpu;
+    }
+    net->shares_cpus = shares;
     net->spin_ns = (uint64_t)cc__cfg()->wait_spin_us * 1000ull;
     /* With CPUs shared, a TCP wait does not spin: it polls and yields before it sleeps
      * (wait.c, wait_stage). */
@@ -237,9 +241,10 @@ static void pick_spin(cc__net_t *net)
     net->tcp_yield_ns = net->shares_cpus ? (uint64_t)cc__cfg()->tcp_yield_us * 1000ull : 0;
     if (net->shares_cpus && net->spin_ns) {
         cc_log_info(CC_SUBSYS_NET,
-                    "net: %d ranks share %d cpus on this host: waiting ranks yield and sleep "
-                    "instead of spinning %lld us",
-                    local, ncpu, (long long)cc__cfg()->wait_spin_us);
+                    "net: %d ranks on this host share its cpus (%d among them, %d for this "
+                    "rank): waiting ranks yield and sleep instead of spinning %lld us",
+                    local + extra, ncpu, cc__peer_cpu_count(&net->info[net->rank]),
+                    (long long)cc__cfg()->wait_spin_us);
         net->spin_ns = 0;
     }
 }

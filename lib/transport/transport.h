@@ -43,6 +43,8 @@ enum { CC__REQ_NONE = 0, CC__REQ_SEND = 1, CC__REQ_RECV = 2 };
  * The blob every rank publishes through the config's allgather. Fixed size
  * and layout on every rank (same build); validated on arrival.
  */
+#define CC__PEER_CPU_WORDS 16 /* 1024 CPUs, as glibc's cpu_set_t */
+
 typedef struct cc__peer_info {
     uint32_t magic;   /* CC__PEER_INFO_MAGIC */
     uint32_t version; /* CC__PEER_INFO_VERSION */
@@ -65,11 +67,16 @@ typedef struct cc__peer_info {
      * each other's segments: they talk over TCP. */
     uint64_t shm_dev;
     uint64_t shm_ino;
+    /* The CPUs this rank may run on (its affinity when the net was built), CPU c in bit
+     * c % 64 of word c / 64; CC__INFO_CPUS_UNKNOWN when it could not be read. Whether the
+     * ranks of a host each have a CPU of their own (net.c, pick_spin) follows from these. */
+    uint64_t cpus[CC__PEER_CPU_WORDS];
 } cc__peer_info_t;
 
 #define CC__PEER_INFO_MAGIC   0x4343504eu /* "CCPN" */
-#define CC__PEER_INFO_VERSION 2u
+#define CC__PEER_INFO_VERSION 3u
 #define CC__INFO_FORCE_TCP    0x1u /* this rank's transport is "tcp" */
+#define CC__INFO_CPUS_UNKNOWN 0x2u /* cpus[] could not be read (more than 1024 CPUs) */
 #define CC__SPARE_CLASSES     15   /* held-message buffers kept, 64 B to 1 MiB (match.c) */
 
 /* A message held aside: it arrived before a receive matched it. */
@@ -227,6 +234,12 @@ cc_status_t cc__net_post_lost(struct cc__net *net, struct cc__peer *p, cc__req_t
 cc_status_t cc__peer_identity(cc__peer_info_t *info);
 /* Same host as far as shared memory is concerned (hostname, boot, netns, pidns). */
 int cc__peer_same_host(const cc__peer_info_t *a, const cc__peer_info_t *b);
+/* Whether the ranks of self's host in info[0..n) cannot each have a CPU of their own, from
+ * their affinity masks; `extra` more ranks of the host are outside info[] (masks unknown).
+ * 1 or 0, *ncpu the CPUs among them; -1 when a mask could not be read. */
+int cc__peer_shares_cpus(const cc__peer_info_t *info, int n, int self, int extra, int *ncpu);
+/* The CPUs in a rank's mask; -1 when it could not be read. */
+int cc__peer_cpu_count(const cc__peer_info_t *info);
 /* Same CCOMM_SHM_DIR (device and inode): each can map the other's segments. */
 int cc__peer_same_shm(const cc__peer_info_t *a, const cc__peer_info_t *b);
 /* pidfd for a peer process (-1 when the kernel has none; logged at info). */

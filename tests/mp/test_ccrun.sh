@@ -212,6 +212,16 @@ bind)
             has err "rank 0 bound to CPUs\{0,1\} $c0\$"
         done
     fi
+    # ccomm's waits spin only where each rank of the host has a CPU: bound one to a CPU each,
+    # they do (the masks are compared, not one rank's CPU count with the host's ranks); two
+    # ranks confined to one CPU do not.
+    if [ "$ncpu" -ge 2 ]; then
+        CCOMM_LOG_LEVEL=INFO run 0 -n 2 --bind-to core -- "$RANKPROG" comm 0
+        hasnt err 'waiting ranks yield and sleep'
+    fi
+    CCOMM_LOG_LEVEL=INFO taskset -c "$first" "$CCRUN" -n 2 -- "$RANKPROG" comm 0 \
+        >"$tmp/out" 2>"$tmp/err" || fail "taskset ccrun comm failed"
+    has err 'net: 2 ranks on this host share its cpus (1 among them, 1 for this rank)'
     run 2 -n 2 --bind-to sockets true; has err '\-\-bind-to "sockets": expected auto, core or none'
     ;;
 netns) sh "$SRC/tests/mp/netns_test.sh" "$CCRUN" "$RANKPROG"; exit $? ;;

@@ -42,6 +42,70 @@ static void test_same_host(void **s)
     assert_false(cc__peer_same_host(&a, &b));
 }
 
+/* Ranks on one host: unbound, bound a CPU each, bound round robin onto fewer CPUs, stacked. */
+static void set_cpus(cc__peer_info_t *p, const char *list)
+{
+    memset(p->cpus, 0, sizeof(p->cpus));
+    for (const char *c = list; *c; c++)
+        if (*c >= '0' && *c <= '9') p->cpus[0] |= 1ull << (*c - '0');
+}
+
+static int shares(cc__peer_info_t *info, int n, int self, int extra, int *ncpu)
+{
+    return cc__peer_shares_cpus(info, n, self, extra, ncpu);
+}
+
+static void test_shares_cpus(void **s)
+{
+    (void)s;
+    cc__peer_info_t info[4];
+    memset(info, 0, sizeof(info));
+    assert_int_equal(cc__peer_identity(&info[0]), CC_OK);
+    for (int i = 1; i < 4; i++)
+        info[i] = info[0];
+    int ncpu = 0;
+    /* Unbound: 2 ranks on 2 CPUs each have one; 4 do not. */
+    for (int i = 0; i < 4; i++)
+        set_cpus(&info[i], "01");
+    assert_int_equal(shares(info, 2, 0, 0, &ncpu), 0);
+    assert_int_equal(ncpu, 2);
+    assert_int_equal(shares(info, 4, 1, 0, &ncpu), 1);
+    /* Two more ranks of the host outside the communicator (CCOMM_LOCAL_SIZE 4). */
+    assert_int_equal(shares(info, 2, 0, 2, &ncpu), 1);
+    /* Bound a CPU each (mpirun --bind-to core): each has its own. The old rule compared the
+     * host's ranks with this rank's one CPU. */
+    set_cpus(&info[0], "0");
+    set_cpus(&info[1], "1");
+    assert_int_equal(shares(info, 2, 0, 0, &ncpu), 0);
+    assert_int_equal(shares(info, 2, 1, 0, &ncpu), 0);
+    /* Unknown ranks outside the communicator do not count where the masks differ. */
+    assert_int_equal(shares(info, 2, 1, 2, &ncpu), 0);
+    /* Round robin of 4 onto 2 CPUs: 0 and 2 share CPU 0. */
+    set_cpus(&info[2], "0");
+    set_cpus(&info[3], "1");
+    assert_int_equal(shares(info, 4, 0, 0, &ncpu), 1);
+    assert_int_equal(shares(info, 4, 3, 0, &ncpu), 1);
+    /* Two stacked on CPU 0, a third free on 0-3: those on 0 share; the third has room. */
+    set_cpus(&info[1], "0");
+    set_cpus(&info[2], "0123");
+    assert_int_equal(shares(info, 3, 0, 0, &ncpu), 1);
+    assert_int_equal(ncpu, 4);
+    assert_int_equal(shares(info, 3, 2, 0, &ncpu), 0);
+    /* Ranks of another host do not count. */
+    set_cpus(&info[1], "0");
+    info[1].boot_id[0] ^= 1;
+    assert_int_equal(shares(info, 2, 0, 0, &ncpu), 0);
+    info[1].boot_id[0] ^= 1;
+    /* A mask that could not be read: the caller falls back to its own count. */
+    info[1].flags |= CC__INFO_CPUS_UNKNOWN;
+    assert_int_equal(shares(info, 2, 0, 0, &ncpu), -1);
+    /* This process's own mask was read, with at least one CPU. */
+    cc__peer_info_t me;
+    memset(&me, 0, sizeof(me));
+    assert_int_equal(cc__peer_identity(&me), CC_OK);
+    assert_true(cc__peer_cpu_count(&me) >= 1);
+}
+
 /* A process in its own network namespace is another host (exit 0), or 77 without privilege. */
 static void test_netns_is_another_host(void **s)
 {
@@ -208,6 +272,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_host),
+        cmocka_unit_test(test_shares_cpus),
         cmocka_unit_test(test_netns_is_another_host),
         cmocka_unit_test(test_pidfd_liveness),
         cmocka_unit_test(test_held_spares),
