@@ -433,8 +433,9 @@ int ccrun_launch(struct ccrun_job *job, const sigset_t *mask)
         rc = CCRUN_EXIT_SETUP;
     }
     for (int r = 0; rc == 0 && r < o->nranks; r++, started++) {
-        struct spawn sp = {path,  NULL,     o->nnetns ? nsfd[r % o->nnetns] : -1, {0}, {0}, {0},
-                           *mask, getpid(), NULL,                                 0};
+        struct spawn sp = {
+            path, NULL, o->nnetns ? nsfd[r % o->nnetns] : -1, {0}, {0}, {0}, *mask, getpid(),
+            NULL, 0};
         int lo, hi;
         if (set && rank_cpus(o, ncpu, r, &lo, &hi)) {
             CPU_ZERO_S(set_size, set);
