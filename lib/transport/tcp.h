@@ -98,6 +98,7 @@ struct cc__tcp_state {
     struct epoll_event ev[64]; /* events a sleep returned, for the next progress */
     int nev;
     unsigned idle_polls; /* direct-read passes that moved nothing (tcp_msg.c) */
+    int direct_idle;     /* the last direct-read pass moved nothing: look with poll() first */
     struct cc__tcp_peer *tp;
     int ntp;
 };
