@@ -12,11 +12,11 @@
  * cannot tell apart from a live process.
  */
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
