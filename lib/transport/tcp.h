@@ -98,7 +98,6 @@ struct cc__tcp_state {
     struct epoll_event ev[64]; /* events a sleep returned, for the next progress */
     int nev;
     unsigned idle_polls; /* direct-read passes that moved nothing (tcp_msg.c) */
-    int direct_idle;     /* the last direct-read pass moved nothing: look with poll() first */
     struct cc__tcp_peer *tp;
     int ntp;
 };

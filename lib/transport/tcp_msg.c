@@ -23,7 +23,6 @@
  * 340 MiB (perf stat: 87688 page faults in one launch).
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -296,9 +295,8 @@ static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
  * With few peers, the sockets that requests wait on are read directly: when the bytes are
  * there (a lockstep exchange's usual case) that is one recv() per message instead of an
  * epoll_wait() and a recv() (strace -c of a 2-rank 8-byte allreduce: 3.1 syscalls per op
- * before, docs/transports.md); after a pass that found nothing, one poll() says which of
- * them to read. Peers nothing waits on (a message not yet received, an EOF) are left to
- * epoll: every CC__TCP_POLL_EVERY-th pass that moved nothing, and every sleep.
+ * before, docs/transports.md). Peers nothing waits on (a message not yet received, an EOF)
+ * are left to epoll: every CC__TCP_POLL_EVERY-th pass that moved nothing, and every sleep.
  */
 #define CC__TCP_DIRECT_PEERS 4
 #define CC__TCP_POLL_EVERY   16u
@@ -306,32 +304,10 @@ static int rx(struct cc__net *net, struct cc__tcp_peer *tp)
 static int rx_direct(struct cc__net *net, struct cc__tcp_state *ts)
 {
     int moved = 0;
-    if (ts->direct_idle) {
-        /* Nothing came last time: ask poll() which sockets hold bytes, without their locks.
-         * A recv() that finds none still takes the socket's lock, which the sender's
-         * delivery of the next segment wants at that moment (loopback delivers in the
-         * sender's context): perf record of a 2-rank 16-byte TCP broadcast loop,
-         * native_queued_spin_lock_slowpath 5.3 % of samples before, 1.0 % after; ab.sh
-         * --iters 5000, 9 launches: broadcast 16 B / 1 KiB / 16 KiB 1.01 / 1.01 / 1.17x,
-         * allreduce 8 B / 1 KiB 0.97 / 1.00x (2026-12-06). */
-        struct pollfd pf[CC__TCP_DIRECT_PEERS];
-        int at[CC__TCP_DIRECT_PEERS], k = 0;
-        for (int i = 0; i < ts->ntp; i++) {
-            struct cc__tcp_peer *tp = &ts->tp[i];
-            if (tp->p->lost || !tp->p->pending) continue;
-            pf[k] = (struct pollfd){tp->fd, POLLIN, 0};
-            at[k++] = i;
-        }
-        if (k == 0 || poll(pf, (nfds_t)k, 0) <= 0) return 0;
-        for (int j = 0; j < k; j++)
-            if (pf[j].revents) moved += rx(net, &ts->tp[at[j]]);
-    } else {
-        for (int i = 0; i < ts->ntp; i++) {
-            struct cc__tcp_peer *tp = &ts->tp[i];
-            if (!tp->p->lost && tp->p->pending) moved += rx(net, tp);
-        }
+    for (int i = 0; i < ts->ntp; i++) {
+        struct cc__tcp_peer *tp = &ts->tp[i];
+        if (!tp->p->lost && tp->p->pending) moved += rx(net, tp);
     }
-    ts->direct_idle = !moved;
     return moved;
 }
 
