@@ -5,7 +5,12 @@
 # each collective, rank count and transport, several launches each; the
 # summary gives per size the median time and bus bandwidth of each, and the
 # ratio Open MPI time / ccomm time, i.e. ccomm/Open MPI busbw (> 1: ccomm is
-# faster). The machine is noisy: only figures from one run are comparable.
+# faster), each library's fastest and slowest launch, and whether every
+# ccomm launch beat every Open MPI launch ("ahead"), lost to every one
+# ("behind"), or the two interleave ("overlap": this run does not settle
+# on which side of 1 the cell lies); a count per transport and rank count
+# follows the table. The machine is noisy: only figures from one run are
+# comparable.
 #
 #   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
 #   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
@@ -183,19 +188,47 @@ if rtt:
           "launch: " + "; ".join(f"{tp} {n} ranks {', '.join(v)}" for (tp, n), v in rtt.items())
           + ". About 100 ns: the CPUs sit close; about 500: far apart, and every hand-over "
           "of a line between ranks costs several times more.\n")
+print("The spread columns give each library's fastest and slowest launch. Beyond spread: "
+      "\"ahead\" when every ccomm launch was faster than every Open MPI launch, \"behind\" "
+      "when every one was slower, \"overlap\" otherwise (the two sets of launches interleave: "
+      "the median ratio's side of 1 is not settled by this run); \"-\" with one launch.\n")
 print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
-      "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio |")
-print("|---|---|---|---|---|---|---|---|---|")
+      "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio | ccomm spread (us) "
+      "| Open MPI spread (us) | beyond spread |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 def med(v, i):
     return statistics.median(x[i] for x in v) if v else float("nan")
+def verdict(cc, om):
+    """Which side every launch fell on, or "overlap"; "-" without two launches of each."""
+    if len(cc) < 2 or len(om) < 2:
+        return "-"
+    if max(x[0] for x in cc) < min(x[0] for x in om):
+        return "ahead"
+    if min(x[0] for x in cc) > max(x[0] for x in om):
+        return "behind"
+    return "overlap"
+def spread(v):
+    return f"{min(x[0] for x in v):.2f}-{max(x[0] for x in v):.2f}" if v else "-"
+groups = collections.defaultdict(collections.Counter)
 for k in keys:
     cc, om = rows.get(k + ("ccomm",), []), rows.get(k + ("ompi",), [])
     ct, cb, ot, ob = med(cc, 0), med(cc, 1), med(om, 0), med(om, 1)
     # Same size, same bus factor: the time ratio is the busbw ratio, without the rounding of
     # mpi_bench's two-decimal busbw (0.00 below about 10 KB).
     ratio = ot / ct if ct > 0 else float("nan")
+    v = verdict(cc, om)
+    g = groups[(k[0], k[1])]
+    g["cells"] += 1
+    g["ratio >= 1"] += ratio >= 1
+    g["ratio < 0.9"] += ratio < 0.9
+    g[v] += 1
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {ct:.2f} | {cb:.3f} | {ot:.2f} | {ob:.3f} "
-          f"| {ratio:.2f} |")
+          f"| {ratio:.2f} | {spread(cc)} | {spread(om)} | {v} |")
+print("\n| transport | ranks | cells | ratio >= 1 | ratio < 0.9 | ahead | overlap | behind |")
+print("|---|---|---|---|---|---|---|---|")
+for (tp, n), g in sorted(groups.items(), key=lambda kv: (kv[0][0] != "shm", kv[0][1])):
+    print(f"| {tp} | {n} | {g['cells']} | {g['ratio >= 1']} | {g['ratio < 0.9']} | {g['ahead']} "
+          f"| {g['overlap']} | {g['behind']} |")
 EOF
 cat "$TMP/table.md"
 [ -z "$OUT" ] || cp "$TMP/table.md" "$OUT"
