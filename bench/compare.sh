@@ -8,8 +8,9 @@
 # faster), each library's fastest and slowest launch, and whether every
 # ccomm launch beat every Open MPI launch ("ahead"), lost to every one
 # ("behind"), or the two interleave ("overlap": this run does not settle
-# on which side of 1 the cell lies); a count per transport and rank count
-# follows the table. The machine is noisy: only figures from one run are
+# on which side of 1 the cell lies; with 3 launches each, equal libraries
+# land "ahead" or "behind" by chance in one cell of twenty each); a count
+# per transport and rank count follows the table. The machine is noisy: only figures from one run are
 # comparable.
 #
 #   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
@@ -191,7 +192,10 @@ if rtt:
 print("The spread columns give each library's fastest and slowest launch. Beyond spread: "
       "\"ahead\" when every ccomm launch was faster than every Open MPI launch, \"behind\" "
       "when every one was slower, \"overlap\" otherwise (the two sets of launches interleave: "
-      "the median ratio's side of 1 is not settled by this run); \"-\" with one launch.\n")
+      "the median ratio's side of 1 is not settled by this run); \"-\" with one launch. Where "
+      "the two libraries are equal, three launches each fall all on one side by chance one time "
+      "in ten (one in twenty for each side): in a table of 244 cells a dozen of each is "
+      "chance, so a single cell's verdict is a lead to measure again, not a finding.\n")
 print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
       "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio | ccomm spread (us) "
       "| Open MPI spread (us) | beyond spread |")
