@@ -6,7 +6,8 @@
  *  - the public API attaches a logger to one comm, refuses double attaches,
  *    and an op that times out leaves its A line on disk although the rank
  *    then dies with _exit (the abort hook flushed);
- *  - a bad CCOMM_CLOG or CCOMM_CLOG_EVENTS turns clog off, not the job.
+ *  - a bad CCOMM_CLOG or CCOMM_CLOG_EVENTS turns clog off, not the job;
+ *  - a logger hooks only the chains its events need (POST and ABORT always).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,8 @@
 
 #include "cclog.h"
 #include "clog_test_util.h"
+#include "engine/comm.h"
+#include "hooks/chain.h"
 #include "mp.h"
 
 static char g_pat[128]; /* CCOMM_CLOG=... of the current test */
@@ -181,6 +184,75 @@ static void test_api_abort_flush(void **state)
     free(out);
 }
 
+/* Which of the comm's own chains hold a hook, as a mask of 1 << kind. */
+static unsigned chains_used(cc_comm_t *comm)
+{
+    unsigned m = 0;
+    for (int k = 0; k < CC__HOOK_KINDS; k++)
+        if (atomic_load(&comm->hooks.chain[k].snap)) m |= 1u << k;
+    return m;
+}
+
+/* A logger attaches a chain's hook only where one of its events needs it: a hook that
+ * returns at once still costs its chain's walk on every op. */
+static int chains_rank(int rank, int size, const char *addr, void *arg)
+{
+    const char *dir = arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    const unsigned always = 1u << CC__HOOK_POST | 1u << CC__HOOK_ABORT;
+    const struct {
+        unsigned events, chains;
+    } cases[] = {
+        {CC_CLOG_ALL, always | 1u << CC__HOOK_PRE | 1u << CC__HOOK_START | 1u << CC__HOOK_WAIT},
+        {CC_CLOG_LIFECYCLE, always},
+        {CC_CLOG_E, always},
+        {CC_CLOG_Q | CC_CLOG_E, always | 1u << CC__HOOK_PRE},
+        {CC_CLOG_S | CC_CLOG_W, always | 1u << CC__HOOK_START | 1u << CC__HOOK_WAIT},
+    };
+    CC_TEST_REQUIRE(chains_used(comm) == 0, "chains before: %#x", chains_used(comm));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/chains%zu.log", dir, i);
+        cc_clog_t *lg = NULL;
+        cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
+        conf.rank = rank;
+        conf.events = cases[i].events;
+        CC_TEST_REQUIRE(cc_clog_open(path, &conf, &lg) == CC_OK, "open %zu", i);
+        CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach %zu", i);
+        CC_TEST_REQUIRE(chains_used(comm) == cases[i].chains, "case %zu: chains %#x, expected %#x",
+                        i, chains_used(comm), cases[i].chains);
+        /* The ops still log what was asked. */
+        CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier %zu", i);
+        CC_TEST_REQUIRE(cc_clog_close(lg) == CC_OK, "close %zu", i);
+        CC_TEST_REQUIRE(chains_used(comm) == 0, "case %zu: chains after close %#x", i,
+                        chains_used(comm));
+    }
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void test_hooks_follow_events(void **state)
+{
+    (void)state;
+    const char *dir = tmpdir_make();
+    assert_int_equal(cc_test_fork_ranks(1, chains_rank, (void *)dir, 60, NULL, NULL), 0);
+    /* Case 3 (Q and E): the barrier's Q and E lines, no S. */
+    char path[300];
+    snprintf(path, sizeof(path), "%s/chains3.log", dir);
+    int n, q = 0, s = 0, e = 0;
+    char **l = read_lines(path, &n);
+    for (int i = 0; i < n; i++) {
+        q += strstr(l[i], "|Q|") != NULL;
+        s += strstr(l[i], "|S|") != NULL;
+        e += strstr(l[i], "|E|") != NULL;
+    }
+    lines_free(l);
+    assert_int_equal(q, 1);
+    assert_int_equal(s, 0);
+    assert_int_equal(e, 1);
+}
+
 static int plain_rank(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -225,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_env_one_rank),
         cmocka_unit_test(test_env_two_ranks),
         cmocka_unit_test(test_api_abort_flush),
+        cmocka_unit_test(test_hooks_follow_events),
         cmocka_unit_test(test_bad_settings_leave_the_job_alone),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
