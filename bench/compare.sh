@@ -9,8 +9,10 @@
 # ccomm launch beat every Open MPI launch ("ahead"), lost to every one
 # ("behind"), or the two interleave ("overlap": this run does not settle
 # on which side of 1 the cell lies; with 3 launches each, equal libraries
-# land "ahead" or "behind" by chance in one cell of twenty each); a count
-# per transport and rank count follows the table. The machine is noisy: only figures from one run are
+# land "ahead" or "behind" by chance in one cell of twenty each), and the
+# ratio of the runs that stayed in the close placement only (line_rtt
+# before and after each library's run, below); a count per transport and
+# rank count follows the table. The machine is noisy: only figures from one run are
 # comparable.
 #
 #   bench/compare.sh                 full run (about 90 minutes on 2 busy cores)
@@ -111,15 +113,18 @@ RES="$TMP/results.tsv"
 : >"$RES"
 
 # ---- one launch of each ----------------------------------------------------------------------
-# Rows "lib transport ranks coll size time_us busbw" go to $RES.
+# Rows "lib transport ranks coll size time_us busbw placement" go to $RES; the placement
+# (close, far, moved or unknown) is that of the one run, from line_rtt just before and after.
 run_ccomm() { # transport ranks coll -b -e -f iters warmup
     json="$TMP/cc.json"
     rm -f "$json"
+    pb=$(rtt)
     CCOMM_TRANSPORT=$([ "$1" = tcp ] && echo tcp || echo auto) CCOMM_LOG_LEVEL=ERROR \
         timeout 900 "$BUILD/bin/ccrun" --no-prefix ${BIND:+--bind-to "$BIND"} -n "$2" "$BUILD/bin/ccperf" "$3" \
         -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" -c 0 --budget "$BUDGET" -J "$json" \
         >"$TMP/cc.out" 2>&1 || { echo "ccperf failed:" >&2; tail -5 "$TMP/cc.out" >&2; return 0; }
-    python3 - "$json" "$1" "$2" "$3" >>"$RES" <<'EOF'
+    place=$(bench_place "$pb" "$(rtt)")
+    python3 - "$json" "$1" "$2" "$3" "$place" >>"$RES" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 # MPI_Bcast has one buffer: ccomm's in-place broadcast is the same call. Out of place its root
@@ -127,19 +132,22 @@ d = json.load(open(sys.argv[1]))
 col = "in_place" if sys.argv[4] == "broadcast" else "out_of_place"
 for r in d["results"]:
     o = r[col]
-    print("ccomm", sys.argv[2], sys.argv[3], sys.argv[4], r["size"], o["time_us"], o["busbw"])
+    print("ccomm", sys.argv[2], sys.argv[3], sys.argv[4], r["size"], o["time_us"], o["busbw"],
+          sys.argv[5])
 EOF
 }
 
 run_ompi() { # transport ranks coll -b -e -f iters warmup
     mca=""
     [ "$1" = tcp ] && mca="--mca btl tcp,self --mca pml ob1"
+    pb=$(rtt)
     # shellcheck disable=SC2086
     timeout 900 mpirun --allow-run-as-root --oversubscribe ${BIND:+--bind-to "$BIND"} -n "$2" $mca "$MPIB" "$3" \
         -b "$4" -e "$5" -f "$6" -n "$7" -w "$8" --budget "$BUDGET" >"$TMP/mpi.out" 2>&1 ||
         { echo "mpi_bench failed:" >&2; tail -5 "$TMP/mpi.out" >&2; return 0; }
-    awk -v t="$1" -v n="$2" -v c="$3" '!/^#/ && NF >= 5 && $NF != "WRONG" {
-        print "ompi", t, n, c, $1, $3, $5 }' "$TMP/mpi.out" >>"$RES"
+    place=$(bench_place "$pb" "$(rtt)")
+    awk -v t="$1" -v n="$2" -v c="$3" -v p="$place" '!/^#/ && NF >= 5 && $NF != "WRONG" {
+        print "ompi", t, n, c, $1, $3, $5, p }' "$TMP/mpi.out" >>"$RES"
 }
 
 # The cache-line round trip between the first two CPUs, in ns ("?" without bench/line_rtt).
@@ -175,8 +183,8 @@ for line in open(sys.argv[4]):
     tp, n, l, before, after = line.split()
     rtt[(tp, n)].append(f"{before}/{after}")
 for line in open(sys.argv[1]):
-    lib, tp, n, coll, size, t, bw = line.split()
-    rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw)))
+    lib, tp, n, coll, size, t, bw, place = line.split()
+    rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw), place))
 keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
 print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
       "ratio = Open MPI time / ccomm time = ccomm busbw / Open MPI busbw "
@@ -196,10 +204,14 @@ print("The spread columns give each library's fastest and slowest launch. Beyond
       "the two libraries are equal, three launches each fall all on one side by chance one time "
       "in ten (one in twenty for each side): in a table of 244 cells a dozen of each is "
       "chance, so a single cell's verdict is a lead to measure again, not a finding.\n")
+print("Close runs only: the ratio of the medians of the runs that began and ended in the close "
+      "placement (line_rtt under 250 ns just before and just after that library's run), with "
+      "how many of each library's runs that was; \"-\" when one library had none. On this "
+      "project's VM a far run of either library moves a small cell by more than the two differ.\n")
 print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm busbw (GB/s) "
       "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio | ccomm spread (us) "
-      "| Open MPI spread (us) | beyond spread |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| Open MPI spread (us) | beyond spread | close runs only |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 def med(v, i):
     return statistics.median(x[i] for x in v) if v else float("nan")
 def verdict(cc, om):
@@ -211,6 +223,13 @@ def verdict(cc, om):
     if min(x[0] for x in cc) > max(x[0] for x in om):
         return "behind"
     return "overlap"
+def close_only(cc, om):
+    """Ratio of the close runs' medians and their counts, or None without a close run of each."""
+    c = [x[0] for x in cc if x[2] == "close"]
+    o = [x[0] for x in om if x[2] == "close"]
+    if not c or not o:
+        return None
+    return statistics.median(o) / statistics.median(c), len(c), len(o)
 def spread(v):
     return f"{min(x[0] for x in v):.2f}-{max(x[0] for x in v):.2f}" if v else "-"
 groups = collections.defaultdict(collections.Counter)
@@ -226,13 +245,19 @@ for k in keys:
     g["ratio >= 1"] += ratio >= 1
     g["ratio < 0.9"] += ratio < 0.9
     g[v] += 1
+    co = close_only(cc, om)
+    if co:
+        g["close cells"] += 1
+        g["close >= 1"] += co[0] >= 1
+    cs = f"{co[0]:.2f} ({co[1]}/{co[2]})" if co else "-"
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {ct:.2f} | {cb:.3f} | {ot:.2f} | {ob:.3f} "
-          f"| {ratio:.2f} | {spread(cc)} | {spread(om)} | {v} |")
-print("\n| transport | ranks | cells | ratio >= 1 | ratio < 0.9 | ahead | overlap | behind |")
-print("|---|---|---|---|---|---|---|---|")
+          f"| {ratio:.2f} | {spread(cc)} | {spread(om)} | {v} | {cs} |")
+print("\n| transport | ranks | cells | ratio >= 1 | ratio < 0.9 | ahead | overlap | behind "
+      "| cells with close runs of both | of those, close ratio >= 1 |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for (tp, n), g in sorted(groups.items(), key=lambda kv: (kv[0][0] != "shm", kv[0][1])):
     print(f"| {tp} | {n} | {g['cells']} | {g['ratio >= 1']} | {g['ratio < 0.9']} | {g['ahead']} "
-          f"| {g['overlap']} | {g['behind']} |")
+          f"| {g['overlap']} | {g['behind']} | {g['close cells']} | {g['close >= 1']} |")
 EOF
 cat "$TMP/table.md"
 [ -z "$OUT" ] || cp "$TMP/table.md" "$OUT"

@@ -27,7 +27,7 @@ def factor(coll, n):
 rows = collections.defaultdict(list)
 for line in open(res):
     f = line.split()
-    if len(f) != 7:
+    if len(f) not in (7, 8):  # 8: the run's placement (compare.sh since 2026-12-06)
         continue
     lib, tp, n, coll, size, t = f[0], f[1], int(f[2]), f[3], int(f[4]), float(f[5])
     if t > 0 and size > 0:

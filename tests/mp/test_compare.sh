@@ -1,0 +1,57 @@
+#!/bin/sh
+# test_compare.sh SRC BUILD - bench/compare.sh --quick (2-rank shm allreduce) with 2 launches
+# up to 4 KiB runs and fills its table: every size with positive median times and a ratio,
+# each library's spread as "fastest-slowest", a verdict (ahead, overlap or behind) that agrees
+# with the spreads, the close-runs-only cell ("-" or "RATIO (N/M)" with at most 2 runs each),
+# and the count per transport and rank count after the table. Speed is never judged.
+# Exit 0 = pass, 1 = fail, 77 = skipped (no Open MPI: the comparison needs mpicc and mpirun).
+set -u
+SRC=$1 BUILD=$2
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    echo "skipped: no Open MPI (mpicc, mpirun)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/compare_test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$tmp/out"; exit 1; }
+
+timeout 150 sh "$SRC/bench/compare.sh" --quick --launches 2 --max 4K --build "$BUILD" \
+    --out "$tmp/table.md" >"$tmp/out" 2>&1 || fail "compare.sh --quick exited $?"
+grep -q 'failed' "$tmp/out" && fail "a run failed"
+python3 - "$tmp/table.md" <<'PY' || fail "the table is wrong"
+import re, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("| ")]
+tables = []
+for l in lines:
+    cells = [c.strip() for c in l.strip("|\n").split("|")]
+    if cells[0] == "transport":
+        tables.append([cells])
+    elif not l.startswith("|---"):
+        tables[-1].append(cells)
+assert len(tables) == 2, f"{len(tables)} tables"
+head, rows = tables[0][0], tables[0][1:]
+assert head[8] == "ratio" and head[9] == "ccomm spread (us)" and head[11] == "beyond spread" \
+    and head[12] == "close runs only", head
+# --quick: 2 ranks over shm, allreduce; 8 B (its own row) and 16 B .. 4 KiB by 4.
+assert [int(r[3]) for r in rows] == [8, 16, 64, 256, 1024, 4096], [r[3] for r in rows]
+count = {"ahead": 0, "overlap": 0, "behind": 0}
+for r in rows:
+    assert r[0] == "shm" and r[1] == "2" and r[2] == "allreduce", r
+    for i in (4, 6, 8):
+        v = float(r[i])
+        assert v == v and v > 0, (r, i)
+    lo_c, hi_c = map(float, r[9].split("-"))
+    lo_o, hi_o = map(float, r[10].split("-"))
+    assert 0 < lo_c <= float(r[4]) <= hi_c and 0 < lo_o <= float(r[6]) <= hi_o, r
+    want = "ahead" if hi_c < lo_o else "behind" if lo_c > hi_o else "overlap"
+    assert r[11] == want, (r, want)  # the verdict follows from the spreads
+    count[r[11]] += 1
+    m = re.fullmatch(r"-|(\d+\.\d\d) \(([12])/([12])\)", r[12])
+    assert m, r
+    assert m.group(1) is None or float(m.group(1)) > 0, r
+sh, = tables[1][1:]
+assert sh[:3] == ["shm", "2", "6"], sh
+assert [int(sh[5]), int(sh[6]), int(sh[7])] == [count["ahead"], count["overlap"], count["behind"]], sh
+print(f"{len(rows)} rows; verdicts {count}; summary {sh}")
+PY
+exit 0
