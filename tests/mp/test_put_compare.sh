@@ -8,13 +8,9 @@
 # Exit 0 = pass, 1 = fail, 77 = skipped (no Open MPI: the comparison needs mpicc and mpirun).
 set -u
 SRC=$1 BUILD=$2
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    echo "skipped: no Open MPI (mpicc, mpirun)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/put_compare_test.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; echo "--- output"; cat "$tmp/out"; exit 1; }
+# shellcheck source=mpi_compare_lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/mpi_compare_lib.sh"
+mpi_compare_setup put_compare_test
 
 timeout 120 sh "$SRC/bench/put_compare.sh" --quick --build "$BUILD" --out "$tmp/table.md" \
     >"$tmp/out" 2>&1 || fail "put_compare.sh --quick exited $?"
