@@ -69,7 +69,20 @@ typedef struct cc_op_info {
     const char *algorithm;   /* set by the engine once chosen, else NULL */
     const char *transport;   /* "shm", "tcp", "mixed", or NULL */
     uint64_t parent_comm_id; /* COMM_INIT of a split/group child: the parent's id, else 0 */
+    uint32_t flags;          /* CC_OP_INFO_* */
 } cc_op_info_t;
+
+/*
+ * cc_op_info_t.flags.
+ * CC_OP_INFO_STARTS_AT_ONCE: set before PRE on an op that will start on the
+ * calling thread right after the PRE chain (a blocking op of the native
+ * engine with nothing queued on its communicator), unless a PRE hook vetoes
+ * it or the communicator is aborted first. A subscriber may then write what
+ * it records at PRE together with its START (clog writes one record for
+ * both). Calls on a communicator are serial (ccomm/comm.h); where that rule is
+ * broken the op may still be queued, and it starts later.
+ */
+#define CC_OP_INFO_STARTS_AT_ONCE 0x1u
 
 /* What an abort hook sees. Borrowed for the duration of the hook. */
 typedef struct cc_abort_info {

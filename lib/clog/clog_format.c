@@ -434,20 +434,21 @@ static void put_sig(struct out *o, const struct cc__clog_fmt *f, uint32_t n,
 /* Copy a string literal and step past it (a few moves: the size is a constant). */
 #define RAWL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
-/* C<n>|Q, S, E or W (at most CC__CLOG_EVENT_MAX bytes); returns the end. */
+/* C<n>|Q, S, E or W (at most CC__CLOG_EVENT_MAX bytes), the line of event `kind` (a QS
+ * record makes a Q line and an S line) at time t; returns the end. */
 static char *raw_event(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint32_t n,
-                       const struct cc__clog_rec *r)
+                       const struct cc__clog_rec *r, int kind, uint64_t t)
 {
     static const char letters[] = "?QSEWA"; /* indexed by enum cc__clog_kind */
     *p++ = 'C';
     p = dec_put(&f->d_n, p, n);
     p[0] = '|';
-    p[1] = letters[r->kind];
+    p[1] = letters[kind];
     p = RAWL(p + 2, "|op_id=");
     p = dec_put(&f->d_op, p, r->op_id);
     p = RAWL(p, "|seq=");
     p = dec_put(&f->d_seq, p, r->seq);
-    if (r->kind == CC__CLOG_REC_E) {
+    if (kind == CC__CLOG_REC_E) {
         if (r->status == CC_OK) {
             p = RAWL(p, "|status=OK|dur=");
         } else {
@@ -461,7 +462,7 @@ static char *raw_event(char *p, struct cc__clog_fmt *f, const cc_clog_t *c, uint
         p = raw_us(p, NULL,
                    (r->t_ns > r->t_ref_ns && r->t_ref_ns ? r->t_ns - r->t_ref_ns : 0) / 1000);
     }
-    return raw_off_nl(p, &f->d_sec, c, r->t_ns);
+    return raw_off_nl(p, &f->d_sec, c, t);
 }
 
 /* An abort's line: free text, cut like any line. */
@@ -483,21 +484,31 @@ static void put_abort(struct out *o, const cc_clog_t *c, uint32_t n, const struc
     put_off_nl(o, c, r->t_ns);
 }
 
+/* One event line of record r (see raw_event). */
+static void put_line(struct out *o, struct cc__clog_fmt *f, const cc_clog_t *c, uint32_t n,
+                     const struct cc__clog_rec *r, int kind, uint64_t t)
+{
+    char tmp[CC__CLOG_EVENT_MAX];
+    int direct = o->cap - o->len >= sizeof(tmp);
+    char *start = direct ? o->p + o->len : tmp;
+    size_t len = (size_t)(raw_event(start, f, c, n, r, kind, t) - start);
+    if (direct)
+        o->len += len;
+    else
+        put(o, tmp, len);
+}
+
 static void put_event(struct out *o, struct cc__clog_fmt *f, const cc_clog_t *c, uint32_t n,
                       const struct cc__clog_rec *r)
 {
     if (r->kind == CC__CLOG_REC_A) {
         put_abort(o, c, n, r);
-        return;
+    } else if (r->kind == CC__CLOG_REC_QS) {
+        put_line(o, f, c, n, r, CC__CLOG_REC_Q, r->t_ref_ns);
+        put_line(o, f, c, n, r, CC__CLOG_REC_S, r->t_ns);
+    } else {
+        put_line(o, f, c, n, r, r->kind, r->t_ns);
     }
-    char tmp[CC__CLOG_EVENT_MAX];
-    int direct = o->cap - o->len >= sizeof(tmp);
-    char *start = direct ? o->p + o->len : tmp;
-    size_t len = (size_t)(raw_event(start, f, c, n, r) - start);
-    if (direct)
-        o->len += len;
-    else
-        put(o, tmp, len);
 }
 
 /* new_comm, then split for the child of a split or group. */
@@ -551,6 +562,7 @@ size_t cc__clog_fmt_rec(struct cc__clog_fmt *f, cc_clog_t *c, struct cc__clog_re
         put_off_nl(&o, c, rec->t_ns);
         break;
     case CC__CLOG_REC_Q:
+    case CC__CLOG_REC_QS:
     case CC__CLOG_REC_S:
     case CC__CLOG_REC_E:
     case CC__CLOG_REC_W:

@@ -155,11 +155,23 @@ static struct cc__clog_rec *op_rec(cc_clog_t *c, const cc_op_info_t *op, int kin
     return r;
 }
 
+/*
+ * Whether the op's Q waits for its START, to go into the ring with its S as one record: an
+ * op that starts on this thread right after PRE (CC_OP_INFO_STARTS_AT_ONCE), on a logger
+ * that writes both. One record an op less: it is the writer's reading of the records, on
+ * another CPU, that costs the most (docs/clog-format.md, "What it costs").
+ */
+static inline int q_with_s(const cc_clog_t *c, const cc_op_info_t *op)
+{
+    return (op->flags & CC_OP_INFO_STARTS_AT_ONCE) &&
+           (c->events & (CC_CLOG_Q | CC_CLOG_S)) == (CC_CLOG_Q | CC_CLOG_S);
+}
+
 cc_status_t cc__clog_on_pre(const cc_op_info_t *op, void *user)
 {
     cc_clog_t *c = user;
     /* Lifecycle ops get their own lines, at POST (see cc__clog_on_post). */
-    if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type)) return CC_OK;
+    if (!(c->events & CC_CLOG_Q) || is_lifecycle(op->type) || q_with_s(c, op)) return CC_OK;
     uint64_t pos;
     if (op_rec(c, op, CC__CLOG_REC_Q, op->t_enqueue_ns, &pos)) cc__clog_ring_publish(&c->ring, pos);
     return CC_OK; /* clog never vetoes */
@@ -170,6 +182,13 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
     uint64_t pos;
+    if (q_with_s(c, op)) {
+        struct cc__clog_rec *r = op_rec(c, op, CC__CLOG_REC_QS, op->t_start_ns, &pos);
+        if (!r) return;
+        r->t_ref_ns = op->t_enqueue_ns;
+        cc__clog_ring_publish(&c->ring, pos);
+        return;
+    }
     if (op_rec(c, op, CC__CLOG_REC_S, op->t_start_ns, &pos)) cc__clog_ring_publish(&c->ring, pos);
 }
 
@@ -254,8 +273,14 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
         cc__clog_ring_push(&c->ring, &r);
         return;
     }
-    if (!(c->events & CC_CLOG_E) || is_lifecycle(op->type)) return;
+    if (is_lifecycle(op->type)) return;
     uint64_t pos;
+    /* An op whose Q waited for a START that never came (a PRE hook vetoed it, or its comm
+     * was aborted first): the Q now, before its E. */
+    if (!op->t_start_ns && q_with_s(c, op) &&
+        op_rec(c, op, CC__CLOG_REC_Q, op->t_enqueue_ns, &pos))
+        cc__clog_ring_publish(&c->ring, pos);
+    if (!(c->events & CC_CLOG_E)) return;
     struct cc__clog_rec *r = op_rec(c, op, CC__CLOG_REC_E, op->t_end_ns, &pos);
     if (!r) return;
     r->status = op->status;

@@ -22,7 +22,9 @@
 #define CC__CLOG_MAGIC            0x636c6f67u /* "clog" */
 /* 16 MiB (128-byte slots): 20 ms of slack at the 6.5 M records/s of two ranks' 8-byte
  * allreduces on one host, more than the writer waits for a CPU when the ranks keep both
- * busy (32768 dropped 13 % of them there, 65536 0.5 %: bench/obs_modes.sh, 2026-12-02). */
+ * busy (32768 dropped 13 % of them there, 65536 0.5 %: bench/obs_modes.sh, 2026-12-02).
+ * Three records an op then; two since an op that starts as it is issued puts its Q and S
+ * in one (CC__CLOG_REC_QS), so the same ring now holds half as many ops again. */
 #define CC__CLOG_DEFAULT_RING     131072u
 #define CC__CLOG_DEFAULT_FLUSH_MS 1000
 

@@ -26,6 +26,8 @@ enum cc__clog_kind {
     CC__CLOG_REC_A,     /* comm aborts (ABORT) */
     CC__CLOG_REC_NEW,   /* comm created (POST of COMM_INIT) */
     CC__CLOG_REC_END,   /* comm destroyed (POST of COMM_DESTROY) */
+    CC__CLOG_REC_QS,    /* op enqueued and started at once (START of an op with
+                         * CC_OP_INFO_STARTS_AT_ONCE): the Q line at t_ref_ns, the S line at t_ns */
 };
 
 #define CC__CLOG_NAME_MAX 64 /* bytes of a comm name kept, with the NUL */
@@ -49,7 +51,7 @@ struct cc__clog_rec {
     uint64_t seq;   /* coll_seq, or p2p_seq for point-to-point */
     uint64_t comm_id;
     uint64_t t_ns;     /* CLOCK_MONOTONIC time of the event */
-    uint64_t t_ref_ns; /* E: when the measured duration began; NEW: parent comm id */
+    uint64_t t_ref_ns; /* E: when the measured duration began; QS: the enqueue; NEW: parent id */
     uint64_t in_count;
     uint64_t out_count;
     /* Owned heap block or NULL. NEW: the comm's name, a NUL, then its ranks list (children

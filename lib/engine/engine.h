@@ -114,4 +114,9 @@ static inline const cc_engine_v3_t *cc__engine_windows(const cc_engine_v1_t *e)
 extern const cc_engine_v3_t cc__native_engine3;
 #define cc__native_engine (cc__native_engine3.v2.v1)
 
+/* Whether the native engine would run a blocking op submitted now on the calling thread
+ * (nothing queued on the comm): the door asks before PRE (CC_OP_INFO_STARTS_AT_ONCE). Calls
+ * on a comm are serial, so the answer holds until the op's submit. */
+int cc__native_runs_now(void *state);
+
 #endif /* CC_ENGINE_ENGINE_H */

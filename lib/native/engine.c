@@ -149,10 +149,16 @@ static cc_status_t enqueue(cc__native_t *nc, cc__op_t *op)
 
 static void native_abort(void *state, cc_status_t reason);
 
+int cc__native_runs_now(void *state)
+{
+    const cc__native_t *nc = state;
+    return atomic_load(&nc->pending) == 0;
+}
+
 static cc_status_t native_submit(void *state, cc__op_t *op)
 {
     cc__native_t *nc = state;
-    if (!op->work && atomic_load(&nc->pending) == 0) {
+    if (!op->work && cc__native_runs_now(nc)) {
         op->caller_runs = 1; /* to its end, on this thread: no one waits on its done word */
         cc_status_t reason = (cc_status_t)atomic_load(&nc->abort_reason);
         cc_status_t st = reason != CC_OK ? reason : cc__native_run(nc, op);

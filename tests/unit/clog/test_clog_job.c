@@ -7,7 +7,8 @@
  *    and an op that times out leaves its A line on disk although the rank
  *    then dies with _exit (the abort hook flushed);
  *  - a bad CCOMM_CLOG or CCOMM_CLOG_EVENTS turns clog off, not the job;
- *  - a logger hooks only the chains its events need (POST and ABORT always).
+ *  - a logger hooks only the chains its events need (POST and ABORT always);
+ *  - an op that starts as it is issued puts its Q and S in the ring as one record.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -253,6 +254,109 @@ static void test_hooks_follow_events(void **state)
     assert_int_equal(e, 1);
 }
 
+/* The flags each PRE saw, by op_id (a user's hook, after the logger's). */
+static uint32_t g_flags[64];
+
+static cc_status_t note_flags(const cc_op_info_t *op, void *user)
+{
+    (void)user;
+    if (op->op_id < 64) g_flags[op->op_id] = op->flags | 0x80000000u; /* high bit: seen */
+    /* The fourth allreduce is vetoed: its Q waited for a START that never comes. */
+    return op->type == CC_OP_ALLREDUCE && op->coll_seq == 4 ? CC_ERR_INVALID_USAGE : CC_OK;
+}
+
+/* Holds the async allreduce (collective 5) on the worker, so the barrier after it is queued. */
+static void hold_fifth(const cc_op_info_t *op, void *user)
+{
+    (void)user;
+    if (op->coll_seq == 5) usleep(100000);
+}
+
+static int qs_rank(int rank, int size, const char *addr, void *arg)
+{
+    const char *path = arg;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    cc_clog_t *lg = NULL;
+    cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
+    conf.rank = rank;
+    CC_TEST_REQUIRE(cc_clog_open(path, &conf, &lg) == CC_OK, "open");
+    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach");
+    cc_hook_handle_t h1, h2;
+    CC_TEST_REQUIRE(cc_hook_add_pre(comm, note_flags, NULL, 0, &h1) == CC_OK, "pre hook");
+    CC_TEST_REQUIRE(cc_hook_add_start(comm, hold_fifth, NULL, 0, &h2) == CC_OK, "start hook");
+    float x = 1, y = 0;
+    /* Three blocking allreduces on an idle comm: one record for Q and S, one for E. */
+    uint64_t before = cc__clog_ring_claimed(&lg->ring);
+    for (int i = 0; i < 3; i++)
+        CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL) == CC_OK,
+                        "allreduce %d", i);
+    uint64_t claimed = cc__clog_ring_claimed(&lg->ring) - before;
+    CC_TEST_REQUIRE(claimed == 6, "3 blocking ops claimed %llu records, expected 6",
+                    (unsigned long long)claimed);
+    cc_status_t st = cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, NULL);
+    CC_TEST_REQUIRE(st == CC_ERR_INVALID_USAGE, "vetoed allreduce: %s", cc_status_name(st));
+    /* An async op, then a blocking one queued behind it: neither starts at once. */
+    cc_work_t *w = NULL;
+    CC_TEST_REQUIRE(cc_allreduce(comm, &x, &y, 1, CC_FLOAT32, CC_SUM, NULL, &w) == CC_OK, "async");
+    CC_TEST_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    CC_TEST_REQUIRE(cc_work_wait(w, -1) == CC_OK, "wait");
+    cc_work_free(w);
+    CC_TEST_REQUIRE(cc_clog_close(lg) == CC_OK, "close");
+    /* op_ids: 1 is COMM_INIT, then the 3 allreduces, the vetoed one, the async, the barrier. */
+    for (int id = 2; id <= 7; id++) {
+        uint32_t want = id <= 5 ? CC_OP_INFO_STARTS_AT_ONCE : 0;
+        CC_TEST_REQUIRE(g_flags[id] == (0x80000000u | want), "op %d: flags %#x, expected %#x",
+                        id, g_flags[id] & ~0x80000000u, want);
+    }
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+/* The position of the first line holding `what` after line `from`, or -1. */
+static int find_line(char **l, int n, int from, const char *what)
+{
+    for (int i = from + 1; i < n; i++)
+        if (strstr(l[i], what)) return i;
+    return -1;
+}
+
+/* An op that starts on the caller's thread as it is issued (CC_OP_INFO_STARTS_AT_ONCE) puts
+ * its Q and S into the ring as one record, and its lines are those of two: Q, S, E in order
+ * with their own times. A vetoed one still gets its Q (before its E); a queued one gets its Q
+ * when it is queued, before the op ahead of it ends. */
+static void test_q_and_s_one_record(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof(path), "%s/qs.log", tmpdir_make());
+    assert_int_equal(cc_test_fork_ranks(1, qs_rank, path, 60, NULL, NULL), 0);
+    int n;
+    char **l = read_lines(path, &n);
+    for (int id = 2; id <= 4; id++) {
+        char q[32], s[32], e[32];
+        snprintf(q, sizeof(q), "|Q|op_id=%d|", id);
+        snprintf(s, sizeof(s), "|S|op_id=%d|", id);
+        snprintf(e, sizeof(e), "|E|op_id=%d|", id);
+        int iq = find_line(l, n, -1, q), is = find_line(l, n, -1, s), ie = find_line(l, n, -1, e);
+        assert_true(iq >= 0 && is == iq + 1 && ie > is);
+        /* Offsets: "+S.UUUUUU" at the end of each line; Q <= S <= E. */
+        double tq = atof(strrchr(l[iq], '+') + 1), ts = atof(strrchr(l[is], '+') + 1),
+               te = atof(strrchr(l[ie], '+') + 1);
+        assert_true(tq <= ts && ts <= te);
+    }
+    /* The vetoed op: Q then E with the veto, no S. */
+    int iq = find_line(l, n, -1, "|Q|op_id=5|"), ie = find_line(l, n, -1, "|E|op_id=5|");
+    assert_true(iq >= 0 && ie > iq);
+    assert_non_null(strstr(l[ie], "status=ERR_INVALID_USAGE|"));
+    assert_int_equal(find_line(l, n, -1, "|S|op_id=5|"), -1);
+    /* The barrier queued behind the held async op: its Q before the async op's E. */
+    int bq = find_line(l, n, -1, "|Q|op_id=7|"), ae = find_line(l, n, -1, "|E|op_id=6|");
+    assert_true(bq >= 0 && ae > bq);
+    assert_true(find_line(l, n, ae, "|S|op_id=7|") > ae);
+    lines_free(l);
+}
+
 static int plain_rank(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -298,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_env_two_ranks),
         cmocka_unit_test(test_api_abort_flush),
         cmocka_unit_test(test_hooks_follow_events),
+        cmocka_unit_test(test_q_and_s_one_record),
         cmocka_unit_test(test_bad_settings_leave_the_job_alone),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
