@@ -277,8 +277,7 @@ void cc__clog_on_post(const cc_op_info_t *op, void *user)
     uint64_t pos;
     /* An op whose Q waited for a START that never came (a PRE hook vetoed it, or its comm
      * was aborted first): the Q now, before its E. */
-    if (!op->t_start_ns && q_with_s(c, op) &&
-        op_rec(c, op, CC__CLOG_REC_Q, op->t_enqueue_ns, &pos))
+    if (!op->t_start_ns && q_with_s(c, op) && op_rec(c, op, CC__CLOG_REC_Q, op->t_enqueue_ns, &pos))
         cc__clog_ring_publish(&c->ring, pos);
     if (!(c->events & CC_CLOG_E)) return;
     struct cc__clog_rec *r = op_rec(c, op, CC__CLOG_REC_E, op->t_end_ns, &pos);

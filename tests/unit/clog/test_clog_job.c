@@ -135,16 +135,24 @@ static void test_env_two_ranks(void **state)
     env_job(2);
 }
 
-static int api_rank(int rank, int size, const char *addr, void *arg)
+/* A rank's world comm, with a logger of every event at path attached to it (in a child;
+ * 0, or 1 after a failed step, as CC_TEST_REQUIRE returns). */
+static int world_logged(int rank, int size, const char *addr, const char *path, cc_comm_t **comm,
+                        cc_clog_t **lg)
 {
-    const char *path = arg;
-    cc_comm_t *comm = NULL;
-    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
-    cc_clog_t *lg = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(comm, rank, size, addr, NULL) == CC_OK, "init");
     cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
     conf.rank = rank;
-    CC_TEST_REQUIRE(cc_clog_open(path, &conf, &lg) == CC_OK, "open");
-    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach");
+    CC_TEST_REQUIRE(cc_clog_open(path, &conf, lg) == CC_OK, "open");
+    CC_TEST_REQUIRE(cc_clog_attach(*lg, *comm) == CC_OK, "attach");
+    return 0;
+}
+
+static int api_rank(int rank, int size, const char *addr, void *arg)
+{
+    cc_comm_t *comm = NULL;
+    cc_clog_t *lg = NULL;
+    if (world_logged(rank, size, addr, arg, &comm, &lg)) return 1;
     CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_ERR_INVALID_USAGE, "attached twice");
     CC_TEST_REQUIRE(cc_clog_attach(lg, NULL) == CC_ERR_INVALID_USAGE, "all and one");
     CC_TEST_REQUIRE(cc_clog_detach(lg, comm) == CC_OK, "detach");
@@ -274,14 +282,9 @@ static void hold_fifth(const cc_op_info_t *op, void *user)
 
 static int qs_rank(int rank, int size, const char *addr, void *arg)
 {
-    const char *path = arg;
     cc_comm_t *comm = NULL;
-    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
     cc_clog_t *lg = NULL;
-    cc_clog_config_t conf = CC_CLOG_CONFIG_INIT;
-    conf.rank = rank;
-    CC_TEST_REQUIRE(cc_clog_open(path, &conf, &lg) == CC_OK, "open");
-    CC_TEST_REQUIRE(cc_clog_attach(lg, comm) == CC_OK, "attach");
+    if (world_logged(rank, size, addr, arg, &comm, &lg)) return 1;
     cc_hook_handle_t h1, h2;
     CC_TEST_REQUIRE(cc_hook_add_pre(comm, note_flags, NULL, 0, &h1) == CC_OK, "pre hook");
     CC_TEST_REQUIRE(cc_hook_add_start(comm, hold_fifth, NULL, 0, &h2) == CC_OK, "start hook");
