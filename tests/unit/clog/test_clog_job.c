@@ -268,16 +268,20 @@ static uint32_t g_flags[64];
 static cc_status_t note_flags(const cc_op_info_t *op, void *user)
 {
     (void)user;
-    if (op->op_id < 64) g_flags[op->op_id] = op->flags | 0x80000000u; /* high bit: seen */
+    if (op->op_id < 64) /* high bit: seen */
+        __atomic_store_n(&g_flags[op->op_id], op->flags | 0x80000000u, __ATOMIC_RELEASE);
     /* The fourth allreduce is vetoed: its Q waited for a START that never comes. */
     return op->type == CC_OP_ALLREDUCE && op->coll_seq == 4 ? CC_ERR_INVALID_USAGE : CC_OK;
 }
 
-/* Holds the async allreduce (collective 5) on the worker, so the barrier after it is queued. */
+/* Holds the async allreduce (collective 5) on the worker until the barrier after it (op 7)
+ * passed PRE, so the barrier is issued while the allreduce is pending (bounded: 10 s). */
 static void hold_fifth(const cc_op_info_t *op, void *user)
 {
     (void)user;
-    if (op->coll_seq == 5) usleep(100000);
+    if (op->coll_seq != 5) return;
+    for (int i = 0; i < 10000 && !__atomic_load_n(&g_flags[7], __ATOMIC_ACQUIRE); i++)
+        usleep(1000);
 }
 
 static int qs_rank(int rank, int size, const char *addr, void *arg)
@@ -309,8 +313,8 @@ static int qs_rank(int rank, int size, const char *addr, void *arg)
     /* op_ids: 1 is COMM_INIT, then the 3 allreduces, the vetoed one, the async, the barrier. */
     for (int id = 2; id <= 7; id++) {
         uint32_t want = id <= 5 ? CC_OP_INFO_STARTS_AT_ONCE : 0;
-        CC_TEST_REQUIRE(g_flags[id] == (0x80000000u | want), "op %d: flags %#x, expected %#x",
-                        id, g_flags[id] & ~0x80000000u, want);
+        CC_TEST_REQUIRE(g_flags[id] == (0x80000000u | want), "op %d: flags %#x, expected %#x", id,
+                        g_flags[id] & ~0x80000000u, want);
     }
     cc_comm_destroy(comm);
     return 0;
