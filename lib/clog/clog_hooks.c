@@ -182,14 +182,12 @@ void cc__clog_on_start(const cc_op_info_t *op, void *user)
     cc_clog_t *c = user;
     if (!(c->events & CC_CLOG_S) || is_lifecycle(op->type)) return;
     uint64_t pos;
-    if (q_with_s(c, op)) {
-        struct cc__clog_rec *r = op_rec(c, op, CC__CLOG_REC_QS, op->t_start_ns, &pos);
-        if (!r) return;
-        r->t_ref_ns = op->t_enqueue_ns;
-        cc__clog_ring_publish(&c->ring, pos);
-        return;
-    }
-    if (op_rec(c, op, CC__CLOG_REC_S, op->t_start_ns, &pos)) cc__clog_ring_publish(&c->ring, pos);
+    int qs = q_with_s(c, op);
+    struct cc__clog_rec *r =
+        op_rec(c, op, qs ? CC__CLOG_REC_QS : CC__CLOG_REC_S, op->t_start_ns, &pos);
+    if (!r) return;
+    if (qs) r->t_ref_ns = op->t_enqueue_ns;
+    cc__clog_ring_publish(&c->ring, pos);
 }
 
 /* The wait has no timestamp of its own in the info: read the clock (vDSO). */

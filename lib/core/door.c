@@ -260,14 +260,15 @@ cc_status_t cc__door_issue(cc__op_t *tmpl, const cc_op_opts_t *opts, cc_work_t *
         cc__op_copy(op, tmpl);
     }
     op->work = w;
-    /* A blocking op of the native engine usually runs on this thread at once (native_submit):
-     * its START follows its PRE by tens of nanoseconds, and the recorder writes both in one
-     * update of the entry (docs/performance.md, "Night of 2026-12-03"). The engine writes the
-     * PRE alone first when it queues the op instead (cc__op_record_pre). */
-    op->pre_held = !w && comm->engine == &cc__native_engine;
-    /* And the hooks may know it starts at once (clog writes its Q and S as one record). */
-    if (op->pre_held && cc__native_runs_now(comm->engine_state))
-        op->info.flags |= CC_OP_INFO_STARTS_AT_ONCE;
+    /* A blocking op of the native engine with nothing queued on its comm runs on this thread
+     * at once (native_submit): its START follows its PRE by tens of nanoseconds, so the
+     * recorder writes both in one update of the entry (docs/performance.md, "Night of
+     * 2026-12-03"), and the hooks are told (clog writes its Q and S as one record). Should it
+     * be queued after all (calls on the comm not serial), the engine writes the PRE alone
+     * first (cc__op_record_pre). */
+    op->pre_held =
+        !w && comm->engine == &cc__native_engine && cc__native_runs_now(comm->engine_state);
+    if (op->pre_held) op->info.flags |= CC_OP_INFO_STARTS_AT_ONCE;
     cc_status_t st = cc__door_admit(op, opts);
     if (st != CC_OK) {
         if (w) cc__work_discard(w);
