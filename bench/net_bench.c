@@ -1,8 +1,11 @@
 /*
  * net_bench.c - point-to-point speed of the transports between two forked
- * processes: ping-pong latency of 8-byte messages and streaming bandwidth of
- * 64 KiB, 1 MiB and 64 MiB messages, over shm and over tcp, next to the
- * figures of shared/ANCHORS.md. A benchmark, not a test: it asserts nothing.
+ * processes: ping-pong latency of 8-byte messages, streaming bandwidth of
+ * 64 KiB, 1 MiB and 64 MiB messages one way, and the same messages exchanged
+ * both ways at once (each rank sends while it receives: the traffic of a
+ * 2-rank allgather or alltoall, whose busbw is the rate each way), over shm
+ * and over tcp, next to the figures of shared/ANCHORS.md. A benchmark, not a
+ * test: it asserts nothing.
  *
  *   build/bin/net_bench [reps]      (default 5 repetitions; median and best)
  *
@@ -28,6 +31,7 @@ struct results {
     int reps;
     double lat_us[MAX_REPS]; /* one way */
     double gbps[NSIZES][MAX_REPS];
+    double xgbps[NSIZES][MAX_REPS]; /* exchange: bytes received by rank 0 a second */
     int failed;
 };
 
@@ -91,6 +95,31 @@ static double stream(cc__net_t *net, int rank, char *buf, int s)
     return (double)len * bw_count[s] / secs / 1e9;
 }
 
+/* Both ranks send `count` messages to the other and receive as many, `window` of each in
+ * flight; GB/s each way. send_buf and recv_buf hold `window` messages each. */
+static double exchange(cc__net_t *net, int rank, char *send_buf, char *recv_buf, int s)
+{
+    cc__req_t reqs[32], *rp[32];
+    size_t len = bw_size[s];
+    int q = 1 - rank, win = bw_window[s];
+    if (sync_pair(net, rank) != CC_OK) return -1;
+    uint64_t t0 = cc__now_ns();
+    for (int done = 0; done < bw_count[s]; done += win) {
+        for (int w = 0; w < win; w++) {
+            rp[2 * w] = &reqs[2 * w];
+            rp[2 * w + 1] = &reqs[2 * w + 1];
+            if (cc__net_irecv(net, q, 4, recv_buf + (size_t)w * len, len, rp[2 * w]) != CC_OK ||
+                cc__net_isend(net, q, 4, send_buf + (size_t)w * len, len, rp[2 * w + 1]) != CC_OK)
+                return -1;
+        }
+        if (cc__net_wait(net, rp, 2 * win, UINT64_MAX) != CC_OK) return -1;
+    }
+    /* Each rank has all its bytes; the pair is done when both say so. */
+    if (sync_pair(net, rank) != CC_OK) return -1;
+    double secs = (double)(cc__now_ns() - t0) / 1e9;
+    return (double)len * bw_count[s] / secs / 1e9;
+}
+
 static int bench_rank(int rank, int n, void *arg)
 {
     cc__net_config_t cfg;
@@ -98,8 +127,12 @@ static int bench_rank(int rank, int n, void *arg)
     mp_config(&cfg, rank, n, arg);
     if (cc__net_create(&cfg, &net) != CC_OK) return 1;
     int tcp = strcmp(arg, "tcp") == 0;
-    char *buf = malloc(2 * bw_size[NSIZES - 1]);
-    memset(buf, rank + 1, 2 * bw_size[NSIZES - 1]); /* touch the pages before timing */
+    /* Two areas of `window` messages of the largest size: one sent from, one received
+     * into (the stream uses the first only). */
+    size_t area = (size_t)bw_window[NSIZES - 1] * bw_size[NSIZES - 1];
+    char *buf = malloc(2 * area);
+    if (!buf) return 1;
+    memset(buf, rank + 1, 2 * area); /* touch the pages before timing */
     ping_pong(net, rank, 1000);                     /* warm up */
     for (int r = 0; r < g_res->reps; r++) {
         double lat = ping_pong(net, rank, tcp ? 5000 : 50000);
@@ -111,6 +144,13 @@ static int bench_rank(int rank, int n, void *arg)
             double gbps = stream(net, rank, buf, s);
             if (gbps < 0) g_res->failed = 1;
             if (rank == 0) g_res->gbps[s][r] = gbps;
+        }
+    }
+    for (int s = 0; s < NSIZES; s++) {
+        for (int r = 0; r < g_res->reps; r++) {
+            double gbps = exchange(net, rank, buf, buf + area, s);
+            if (gbps < 0) g_res->failed = 1;
+            if (rank == 0) g_res->xgbps[s][r] = gbps;
         }
     }
     free(buf);
@@ -151,6 +191,13 @@ static void report(const char *tp, struct results *res)
                bw_size[s] >> 10, bw_window[s], res->gbps[s][reps / 2], res->gbps[s][reps - 1]);
         printf(strcmp(tp, "shm") ? "   [ANCHORS: loopback TCP stream 1.5-2.6 GB/s]\n"
                                  : "   [ANCHORS: memcpy 5.0 GB/s]\n");
+    }
+    for (int s = 0; s < NSIZES; s++) {
+        qsort(res->xgbps[s], (size_t)reps, sizeof(double), cmp_double);
+        printf("%-4s exchange %4zu KiB x%-2d: median %6.2f GB/s, best %6.2f GB/s each way"
+               "   [2-rank allgather/alltoall busbw]\n",
+               tp, bw_size[s] >> 10, bw_window[s], res->xgbps[s][reps / 2],
+               res->xgbps[s][reps - 1]);
     }
 }
 
