@@ -69,52 +69,34 @@ static double ping_pong(cc__net_t *net, int rank, int iters)
     return (double)(cc__now_ns() - t0) / 1000.0 / (2.0 * iters);
 }
 
-/* Rank 0 streams `count` messages to rank 1, `window` at a time; GB/s. */
-static double stream(cc__net_t *net, int rank, char *buf, int s)
-{
-    cc__req_t reqs[16], *rp[16];
-    size_t len = bw_size[s];
-    char ack = 0;
-    if (sync_pair(net, rank) != CC_OK) return -1;
-    uint64_t t0 = cc__now_ns();
-    for (int sent = 0; sent < bw_count[s]; sent += bw_window[s]) {
-        for (int w = 0; w < bw_window[s]; w++) {
-            char *p = buf + (size_t)w * len;
-            rp[w] = &reqs[w];
-            cc_status_t st = rank == 0 ? cc__net_isend(net, 1, 2, p, len, rp[w])
-                                       : cc__net_irecv(net, 0, 2, p, len, rp[w]);
-            if (st != CC_OK) return -1;
-        }
-        if (cc__net_wait(net, rp, bw_window[s], UINT64_MAX) != CC_OK) return -1;
-    }
-    /* The last byte has landed only when the receiver says so. */
-    cc_status_t st = rank == 0 ? cc__net_recv(net, 1, 3, &ack, 1, UINT64_MAX)
-                               : cc__net_send(net, 0, 3, &ack, 1, UINT64_MAX);
-    if (st != CC_OK) return -1;
-    double secs = (double)(cc__now_ns() - t0) / 1e9;
-    return (double)len * bw_count[s] / secs / 1e9;
-}
-
-/* Both ranks send `count` messages to the other and receive as many, `window` of each in
- * flight; GB/s each way. send_buf and recv_buf hold `window` messages each. */
-static double exchange(cc__net_t *net, int rank, char *send_buf, char *recv_buf, int s)
+/*
+ * `count` messages of size s, `window` in flight at a time: rank 0 to rank 1 (a stream), or
+ * both ways at once when `both` (an exchange: each rank sends while it receives). GB/s
+ * each way. send_buf and recv_buf hold `window` messages each.
+ */
+static double flow(cc__net_t *net, int rank, char *send_buf, char *recv_buf, int s, int both)
 {
     cc__req_t reqs[32], *rp[32];
     size_t len = bw_size[s];
-    int q = 1 - rank, win = bw_window[s];
+    int q = 1 - rank, win = bw_window[s], nreq = 0;
     if (sync_pair(net, rank) != CC_OK) return -1;
     uint64_t t0 = cc__now_ns();
     for (int done = 0; done < bw_count[s]; done += win) {
+        nreq = 0;
         for (int w = 0; w < win; w++) {
-            rp[2 * w] = &reqs[2 * w];
-            rp[2 * w + 1] = &reqs[2 * w + 1];
-            if (cc__net_irecv(net, q, 4, recv_buf + (size_t)w * len, len, rp[2 * w]) != CC_OK ||
-                cc__net_isend(net, q, 4, send_buf + (size_t)w * len, len, rp[2 * w + 1]) != CC_OK)
-                return -1;
+            size_t off = (size_t)w * len;
+            if (both || rank == 1) {
+                rp[nreq] = &reqs[nreq];
+                if (cc__net_irecv(net, q, 2, recv_buf + off, len, rp[nreq++]) != CC_OK) return -1;
+            }
+            if (both || rank == 0) {
+                rp[nreq] = &reqs[nreq];
+                if (cc__net_isend(net, q, 2, send_buf + off, len, rp[nreq++]) != CC_OK) return -1;
+            }
         }
-        if (cc__net_wait(net, rp, 2 * win, UINT64_MAX) != CC_OK) return -1;
+        if (cc__net_wait(net, rp, nreq, UINT64_MAX) != CC_OK) return -1;
     }
-    /* Each rank has all its bytes; the pair is done when both say so. */
+    /* The last byte has landed only when the receiver says so. */
     if (sync_pair(net, rank) != CC_OK) return -1;
     double secs = (double)(cc__now_ns() - t0) / 1e9;
     return (double)len * bw_count[s] / secs / 1e9;
@@ -127,13 +109,15 @@ static int bench_rank(int rank, int n, void *arg)
     mp_config(&cfg, rank, n, arg);
     if (cc__net_create(&cfg, &net) != CC_OK) return 1;
     int tcp = strcmp(arg, "tcp") == 0;
-    /* Two areas of `window` messages of the largest size: one sent from, one received
-     * into (the stream uses the first only). */
+    /* Two areas of `window` messages of the largest size: one sent from, one received into. */
     size_t area = (size_t)bw_window[NSIZES - 1] * bw_size[NSIZES - 1];
     char *buf = malloc(2 * area);
-    if (!buf) return 1;
+    if (!buf) {
+        cc__net_destroy(net);
+        return 1;
+    }
     memset(buf, rank + 1, 2 * area); /* touch the pages before timing */
-    ping_pong(net, rank, 1000);                     /* warm up */
+    ping_pong(net, rank, 1000);      /* warm up */
     for (int r = 0; r < g_res->reps; r++) {
         double lat = ping_pong(net, rank, tcp ? 5000 : 50000);
         if (lat < 0) g_res->failed = 1;
@@ -141,14 +125,14 @@ static int bench_rank(int rank, int n, void *arg)
     }
     for (int s = 0; s < NSIZES; s++) {
         for (int r = 0; r < g_res->reps; r++) {
-            double gbps = stream(net, rank, buf, s);
+            double gbps = flow(net, rank, buf, buf + area, s, 0);
             if (gbps < 0) g_res->failed = 1;
             if (rank == 0) g_res->gbps[s][r] = gbps;
         }
     }
     for (int s = 0; s < NSIZES; s++) {
         for (int r = 0; r < g_res->reps; r++) {
-            double gbps = exchange(net, rank, buf, buf + area, s);
+            double gbps = flow(net, rank, buf, buf + area, s, 1);
             if (gbps < 0) g_res->failed = 1;
             if (rank == 0) g_res->xgbps[s][r] = gbps;
         }
