@@ -279,15 +279,6 @@ static inline void pre_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int
         cut_name(e, nm, k);
 }
 
-/* The next op's slot (the one after index idx), for writing: its lines arrive while this op
- * runs. */
-static inline void prefetch_next(const cc__fr_ring_t *r, uint64_t idx)
-{
-    const unsigned char *p = (const unsigned char *)slot_at(r, idx + 1 < r->capacity ? idx + 1 : 0);
-    for (size_t off = 0; off < CC__FR_ENTRY_BYTES; off += 64)
-        __builtin_prefetch(p + off, 1, 3);
-}
-
 /*
  * Claim the next record id and its slot's seqlock: the slot, with *rid and
  * *seq (the even value the lock held) set, or NULL after CLAIM_TRIES slots
@@ -349,29 +340,38 @@ ring_pre(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot, uint32_t tid
          uint64_t t_start_ns)
 {
     unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
-    uint64_t w[CC__FR_FIXED_WORDS];
-    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf, state, t_start_ns);
     uint64_t rid, idx, s;
     cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
     if (!slot) return 0;
+    /* Packed once the slot is held, so that each word goes from registers to the slot (packed
+     * before the claim, the 20 words lived across it and went through the stack). With the one
+     * test for the names below and no prefetch of the next slot: 34 instructions and 5-16 ns
+     * less an op at 2 ranks (docs/performance.md, "Morning of 2026-12-07, second session"). */
+    uint64_t w[CC__FR_FIXED_WORDS];
+    pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, nf, state, t_start_ns);
     w[1] = rid;
     uint64_t *d = (uint64_t *)(void *)slot;
 #pragma GCC unroll 20
     for (size_t i = 1; i < CC__FR_FIXED_WORDS; i++)
         st(d + i, w[i]);
     /* Every word of the slot is rewritten or known to be right: nothing of
-     * its previous op is visible. */
+     * its previous op is visible. The usual op names what the slot's last op
+     * named, whole: one test for the three fields. */
     struct cc__fr_slot_names *nm = r->names + idx;
-    pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
-    pre_name(slot, nm, NAME_TRANSPORT, info->transport);
-    pre_name(slot, nm, NAME_ENGINE, info->engine);
+    if (__builtin_expect(info->algorithm != nm->p[NAME_ALGORITHM] ||
+                             info->transport != nm->p[NAME_TRANSPORT] ||
+                             info->engine != nm->p[NAME_ENGINE] || nm->cut,
+                         0)) {
+        pre_name(slot, nm, NAME_ALGORITHM, info->algorithm);
+        pre_name(slot, nm, NAME_TRANSPORT, info->transport);
+        pre_name(slot, nm, NAME_ENGINE, info->engine);
+    }
     st(&slot->gpu_start_ns, 0);
     st(&slot->gpu_end_ns, 0);
     /* Reads ""; the GPU path writes the field whole. */
     __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
     store_frames(slot, frames, nf);
     slot_unlock(slot, s, 1);
-    prefetch_next(r, idx);
     return rid;
 }
 
