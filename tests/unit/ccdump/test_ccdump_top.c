@@ -60,7 +60,8 @@ static void touch(const char *path)
  * The rank of the job: NCOLL allreduces after `compute` (30 ms for the late
  * rank of TOP_TEST_LATE, 5 ms for the others), then a last allreduce that
  * the holding rank (the late one, else 3) joins only once <dir>/go exists;
- * the others say they are in it with <dir>/in.<rank>.
+ * the others say they are in it with <dir>/in.<rank>, and the holder says with its own that
+ * it finished the ones before.
  */
 static int paced_rank(int rank, int size, const char *addr, void *arg)
 {
@@ -76,6 +77,10 @@ static int paced_rank(int rank, int size, const char *addr, void *arg)
     }
     char path[300];
     if (rank == holder) {
+        /* Its NCOLL-th allreduce has returned, POST written: the test may look now (the others
+         * can be in the last one while this rank still ends the one before). */
+        snprintf(path, sizeof(path), "%s/in.%d", dir, rank);
+        touch(path);
         snprintf(path, sizeof(path), "%s/go", dir);
         for (int i = 0; i < 6000 && !exists(path); i++) /* at most 60 s */
             usleep(10000);
@@ -110,7 +115,8 @@ static void *job_thread(void *arg)
 
 static job_t *live; /* a job a failed test left held (static storage): let go in the teardown */
 
-/* Starts the job and returns once every rank but the holder is in the last allreduce. */
+/* Starts the job and returns once every rank but the holder is in the last allreduce, and the
+ * holder has finished the one before. */
 static void job_start(job_t *j, const char *name, int late)
 {
     snprintf(j->dir, sizeof(j->dir), "%s", td_at(name));
@@ -123,10 +129,9 @@ static void job_start(job_t *j, const char *name, int late)
     char path[300];
     for (int r = 0; r < 4; r++) {
         snprintf(path, sizeof(path), "%s/in.%d", j->dir, r);
-        for (int i = 0; r != j->holder && i < 9000 && !exists(path); i++)
+        for (int i = 0; i < 9000 && !exists(path); i++)
             usleep(10000);
-        if (r != j->holder && !exists(path))
-            fail_msg("rank %d never entered the last allreduce", r);
+        if (!exists(path)) fail_msg("rank %d never reached the last allreduce", r);
     }
 }
 
