@@ -24,7 +24,7 @@
 #define NSIZES   3
 
 static const size_t bw_size[NSIZES] = {64u << 10, 1u << 20, 64u << 20};
-static const int bw_window[NSIZES] = {16, 8, 2};    /* messages in flight */
+static const int bw_window[NSIZES] = {16, 8, 2};    /* messages in flight, at most 16 (flow) */
 static const int bw_count[NSIZES] = {4096, 512, 8}; /* messages per repetition */
 
 struct results {
@@ -76,7 +76,7 @@ static double ping_pong(cc__net_t *net, int rank, int iters)
  */
 static double flow(cc__net_t *net, int rank, char *send_buf, char *recv_buf, int s, int both)
 {
-    cc__req_t reqs[32], *rp[32];
+    cc__req_t reqs[2 * 16], *rp[2 * 16]; /* a send and a receive for each message in flight */
     size_t len = bw_size[s];
     int q = 1 - rank, win = bw_window[s], nreq = 0;
     if (sync_pair(net, rank) != CC_OK) return -1;
@@ -123,18 +123,15 @@ static int bench_rank(int rank, int n, void *arg)
         if (lat < 0) g_res->failed = 1;
         if (rank == 0) g_res->lat_us[r] = lat;
     }
-    for (int s = 0; s < NSIZES; s++) {
-        for (int r = 0; r < g_res->reps; r++) {
-            double gbps = flow(net, rank, buf, buf + area, s, 0);
-            if (gbps < 0) g_res->failed = 1;
-            if (rank == 0) g_res->gbps[s][r] = gbps;
-        }
-    }
-    for (int s = 0; s < NSIZES; s++) {
-        for (int r = 0; r < g_res->reps; r++) {
-            double gbps = flow(net, rank, buf, buf + area, s, 1);
-            if (gbps < 0) g_res->failed = 1;
-            if (rank == 0) g_res->xgbps[s][r] = gbps;
+    /* Every stream first, then every exchange. */
+    for (int both = 0; both < 2; both++) {
+        for (int s = 0; s < NSIZES; s++) {
+            double *out = both ? g_res->xgbps[s] : g_res->gbps[s];
+            for (int r = 0; r < g_res->reps; r++) {
+                double gbps = flow(net, rank, buf, buf + area, s, both);
+                if (gbps < 0) g_res->failed = 1;
+                if (rank == 0) out[r] = gbps;
+            }
         }
     }
     free(buf);
