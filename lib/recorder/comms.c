@@ -138,7 +138,7 @@ int cc__fr_comm_add(cc__fr_ring_t *r, const cc__fr_comm_desc_t *d)
 
 void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq)
 {
-    if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
+    if (slot < 0 || (uint32_t)slot >= r->comm_capacity) return;
     uint64_t *w = &r->comms[slot].last_enqueued + kind;
     /* A max, not a store: START and POST of consecutive ops may come from
      * different threads in either order. Usually one load and one CAS. */
@@ -148,16 +148,9 @@ void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint
     }
 }
 
-void cc__fr_comm_seq_own(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq)
-{
-    if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
-    uint64_t *w = &r->comms[slot].last_enqueued + kind;
-    if (__atomic_load_n(w, __ATOMIC_RELAXED) < seq) __atomic_store_n(w, seq, __ATOMIC_RELAXED);
-}
-
 void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason)
 {
-    if (slot < 0 || (uint32_t)slot >= r->hdr->comm_capacity) return;
+    if (slot < 0 || (uint32_t)slot >= r->comm_capacity) return;
     cc__fr_comm_t *c = &r->comms[slot];
     uint64_t now = cc__now_ns();
     if (flag & CC__FR_CF_ABORTED) {

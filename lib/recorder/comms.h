@@ -66,8 +66,27 @@ void cc__fr_comm_seq(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint
  * started and completed counts of an op the native engine runs on the caller's thread with
  * nothing of its comm queued (the door's fused PRE and START, and that op's POST): the
  * progress thread lowers its pending count only after its own op's POST. Never lowers it.
+ * Inline, with the bound from the process's ring struct: the op path's counters.
  */
-void cc__fr_comm_seq_own(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind, uint64_t seq);
+static inline void cc__fr_comm_seq_own(cc__fr_ring_t *r, int slot, enum cc__fr_seq_kind kind,
+                                       uint64_t seq)
+{
+    if (slot < 0 || (uint32_t)slot >= r->comm_capacity) return;
+    uint64_t *w = &r->comms[slot].last_enqueued + kind;
+    if (__atomic_load_n(w, __ATOMIC_RELAXED) < seq) __atomic_store_n(w, seq, __ATOMIC_RELAXED);
+}
+
+/* last_enqueued and last_started at once (`started` 0: the first only), for the door's fused
+ * PRE and START: one bound check and one row for both. */
+static inline void cc__fr_comm_seq2_own(cc__fr_ring_t *r, int slot, int started, uint64_t seq)
+{
+    if (slot < 0 || (uint32_t)slot >= r->comm_capacity) return;
+    cc__fr_comm_t *c = &r->comms[slot];
+    if (__atomic_load_n(&c->last_enqueued, __ATOMIC_RELAXED) < seq)
+        __atomic_store_n(&c->last_enqueued, seq, __ATOMIC_RELAXED);
+    if (started && __atomic_load_n(&c->last_started, __ATOMIC_RELAXED) < seq)
+        __atomic_store_n(&c->last_started, seq, __ATOMIC_RELAXED);
+}
 
 /* Mark a comm destroyed or aborted (CC__FR_CF_*). Async-signal-safe. */
 void cc__fr_comm_mark(cc__fr_ring_t *r, int slot, uint64_t flag, int64_t reason);

@@ -115,8 +115,7 @@ static inline __attribute__((always_inline)) void recorder_pre(const cc_op_info_
         *rec = cc__fr_ring_pre_start_op(r, info, slot, my_tid(), t, t0, frames, nframes);
     }
     if (is_coll(info->type) && info->coll_seq) {
-        cc__fr_comm_seq_own(r, slot, CC__FR_SEQ_ENQUEUED, info->coll_seq);
-        if (fused && *rec) cc__fr_comm_seq_own(r, slot, CC__FR_SEQ_STARTED, info->coll_seq);
+        cc__fr_comm_seq2_own(r, slot, fused && *rec, info->coll_seq);
     }
 }
 

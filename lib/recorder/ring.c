@@ -730,6 +730,7 @@ cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, 
     r->mask = (p->capacity & (p->capacity - 1)) ? 0 : p->capacity - 1;
     r->entry_size = l.entry_size;
     r->stack_depth = p->stack_depth;
+    r->comm_capacity = l.comm_cap;
     memcpy(r->path, path, strlen(path) + 1);
     write_header(r, p, &l);
     *out = r;

@@ -43,6 +43,8 @@ typedef struct cc__fr_ring {
     uint32_t mask; /* capacity - 1 when a power of two, else 0 */
     uint32_t entry_size;
     uint32_t stack_depth;
+    uint32_t comm_capacity; /* hdr->comm_capacity, kept here: the op path's bound check reads
+                             * process memory, not the header's line */
     /* Process-private, allocated with the struct: per slot, what its name
      * fields hold (ring.c, struct cc__fr_slot_names). The names come from the
      * engines' static tables, so an equal pointer means an equal string and a
