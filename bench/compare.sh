@@ -19,6 +19,8 @@
 #   bench/compare.sh --quick         1 launch, allreduce only, shm, 2 ranks
 #   bench/compare.sh --colls "allreduce broadcast" --ranks 2 --transports shm --launches 5
 #   bench/compare.sh --quick --plot docs/img/compare.svg
+#   bench/compare.sh --launches 3 --recheck 1 --out table.md   the table, then every cell
+#                                    below 1 again, alone, in 5 pairs
 #
 # Options: --build DIR (default build), --launches N, --colls LIST, --ranks LIST,
 # --transports LIST (shm tcp), --max BYTES (largest size, default 64M),
@@ -33,7 +35,12 @@
 # --bind core|none (both launchers bind their ranks so: ccrun --bind-to,
 # mpirun --bind-to; by default each does as it does by default: ccrun does
 # not bind, mpirun binds each rank to a core up to 2 ranks, and not at all
-# when the ranks outnumber the cores).
+# when the ranks outnumber the cores),
+# --recheck BELOW (after the table, measure again each cell whose ratio came out below
+# BELOW, alone: one size per launch, --recheck-pairs N alternating pairs, default 5, each
+# library's runs with their placement; a second table gives per cell the ratio of those
+# pairs, their spread and verdict, and the ratios of the close runs and of the far runs
+# apart, which say whether the cell is slower or only ran in a worse placement).
 # ccomm's times are its out-of-place column, except broadcast's: MPI_Bcast
 # works on one buffer, which is ccomm's in-place broadcast (out of place the
 # root also copies its input, which Open MPI's run does not; tables before
@@ -57,6 +64,8 @@ OUT=""
 PLOT=""
 KEEP=0
 BIND="" # empty: each launcher's default (ccrun: none; mpirun: core up to 2 ranks)
+RECHECK=""     # --recheck BELOW: cells to measure again after the table (empty: none)
+RECHECK_PAIRS=5
 # Iterations per size, at most (--budget caps large sizes): small ops take well under a
 # microsecond, and 100 of them (the old default) were 50 us of work, which one timer tick or
 # a cold line shifted by 20-50 %; 1000 settle them.
@@ -87,16 +96,25 @@ while [ $# -gt 0 ]; do
     --plot) PLOT=$2; shift ;;
     --keep) KEEP=1 ;;
     --bind) BIND=$2; shift ;;
+    --recheck) RECHECK=$2; shift ;;
+    --recheck-pairs) RECHECK_PAIRS=$2; shift ;;
     -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
-for v in "$ITERS" "$WARMUP" "$LAUNCHES"; do
+for v in "$ITERS" "$WARMUP" "$LAUNCHES" "$RECHECK_PAIRS"; do
     case "$v" in '' | *[!0-9]*)
-        echo "compare.sh: \"$v\" is not a whole number (--iters, --warmup, --launches)" >&2; exit 2 ;;
+        echo "compare.sh: \"$v\" is not a whole number (--iters, --warmup, --launches, --recheck-pairs)" >&2
+        exit 2 ;;
     esac
 done
+[ "$RECHECK_PAIRS" -ge 1 ] || { echo "compare.sh: --recheck-pairs \"$RECHECK_PAIRS\": at least 1" >&2; exit 2; }
+case "$RECHECK" in
+'') ;;
+*[!0-9.]* | .* | *.*.* | *.)
+    echo "compare.sh: --recheck \"$RECHECK\": expected a ratio such as 1 or 0.9" >&2; exit 2 ;;
+esac
 case "$BIND" in '' | core | none) ;;
 *) echo "compare.sh: --bind \"$BIND\": expected core or none" >&2; exit 2 ;;
 esac
@@ -175,21 +193,101 @@ for l in $(seq 1 "$LAUNCHES"); do
 done
 
 # ---- summary -------------------------------------------------------------------------------
-python3 - "$RES" "$START" "$LAUNCHES" "$TMP/rtt.tsv" "$BIND" >"$TMP/table.md" <<'EOF'
+# One program for the table and for the cells measured again (the same medians, verdicts and
+# placement rules); its first argument says which.
+SUMMARY_PY=$(cat <<'EOF'
 import collections, statistics, sys
-rows = collections.defaultdict(list)
+# table RES START LAUNCHES RTT BIND [BELOW CELLS]: the table; with BELOW, the cells whose ratio
+#   is below it go to the file CELLS, one "transport ranks collective size" a line.
+# recheck RES RECHECK_RES BELOW PAIRS: the table of the cells measured again (RECHECK_RES).
+def load(path):
+    rows = collections.defaultdict(list)
+    for line in open(path):
+        lib, tp, n, coll, size, t, bw, place = line.split()
+        rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw), place))
+    return rows
+def cell_keys(rows):
+    return sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
+def med(v, i):
+    return statistics.median(x[i] for x in v) if v else float("nan")
+def ratio_of(cc, om):
+    # Same size, same bus factor: the time ratio is the busbw ratio, without the rounding of
+    # mpi_bench's two-decimal busbw (0.00 below about 10 KB).
+    ct, ot = med(cc, 0), med(om, 0)
+    return ot / ct if ct > 0 else float("nan")
+def verdict(cc, om):
+    """Which side every launch fell on, or "overlap"; "-" without two launches of each."""
+    if len(cc) < 2 or len(om) < 2:
+        return "-"
+    if max(x[0] for x in cc) < min(x[0] for x in om):
+        return "ahead"
+    if min(x[0] for x in cc) > max(x[0] for x in om):
+        return "behind"
+    return "overlap"
+def placed_only(cc, om, place):
+    """Ratio of the medians of the runs in `place` and their counts, or None without one of each."""
+    c = [x[0] for x in cc if x[2] == place]
+    o = [x[0] for x in om if x[2] == place]
+    if not c or not o:
+        return None
+    return statistics.median(o) / statistics.median(c), len(c), len(o)
+def placed_cell(cc, om, place):
+    co = placed_only(cc, om, place)
+    return f"{co[0]:.2f} ({co[1]}/{co[2]})" if co else "-"
+def spread(v):
+    return f"{min(x[0] for x in v):.2f}-{max(x[0] for x in v):.2f}" if v else "-"
+
+if sys.argv[1] == "recheck":
+    main, again = load(sys.argv[2]), load(sys.argv[3])
+    below, pairs = sys.argv[4], sys.argv[5]
+    print(f"\n## Cells measured again: every cell of the table above with a ratio below {below}, "
+          f"alone (one size per launch, the table's iterations and warm-up), in {pairs} pair(s) "
+          "of launches, the order flipping every pair. Each run's placement is line_rtt's just "
+          "before and after it. Close and far runs only: the ratio of the medians of the runs of "
+          "each library in that placement, with their counts (\"-\": none of one library). A "
+          "cell at or above 1 in both was not slower than Open MPI in either placement: its "
+          "table ratio compared runs in different ones.\n")
+    print("| transport | ranks | collective | size (B) | table ratio | ccomm time (us) "
+          "| Open MPI time (us) | ratio | ccomm spread (us) | Open MPI spread (us) "
+          "| beyond spread | close runs only | far runs only |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    count = collections.Counter()
+    for k in cell_keys(again):
+        cc, om = again.get(k + ("ccomm",), []), again.get(k + ("ompi",), [])
+        r = ratio_of(cc, om)
+        t = ratio_of(main.get(k + ("ccomm",), []), main.get(k + ("ompi",), []))
+        v = verdict(cc, om)
+        count["cells"] += 1
+        count["ratio >= 1"] += r >= 1
+        count["ratio >= 0.9"] += r >= 0.9
+        count[v] += 1
+        co = placed_only(cc, om, "close")
+        if co:
+            count["close cells"] += 1
+            count["close >= 1"] += co[0] >= 1
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {t:.2f} | {med(cc, 0):.2f} "
+              f"| {med(om, 0):.2f} | {r:.2f} | {spread(cc)} | {spread(om)} | {v} "
+              f"| {placed_cell(cc, om, 'close')} | {placed_cell(cc, om, 'far')} |")
+    print("\n| cells measured again | ratio >= 1 | ratio >= 0.9 | ahead | overlap | behind "
+          "| cells with close runs of both | of those, close ratio >= 1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| {count['cells']} | {count['ratio >= 1']} | {count['ratio >= 0.9']} "
+          f"| {count['ahead']} | {count['overlap']} | {count['behind']} "
+          f"| {count['close cells']} | {count['close >= 1']} |")
+    sys.exit(0)
+
+rows = load(sys.argv[2])
 rtt = collections.defaultdict(list)
-for line in open(sys.argv[4]):
+for line in open(sys.argv[5]):
     tp, n, l, before, after = line.split()
     rtt[(tp, n)].append(f"{before}/{after}")
-for line in open(sys.argv[1]):
-    lib, tp, n, coll, size, t, bw, place = line.split()
-    rows[(tp, int(n), coll, int(size), lib)].append((float(t), float(bw), place))
-keys = sorted({k[:4] for k in rows}, key=lambda k: (k[0] != "shm", k[1], k[2], k[3]))
-print(f"Run of {sys.argv[2]}, {sys.argv[3]} launch(es) each; medians. "
+keys = cell_keys(rows)
+below = float(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] else None
+cells = open(sys.argv[8], "w") if below is not None else None
+print(f"Run of {sys.argv[3]}, {sys.argv[4]} launch(es) each; medians. "
       "ratio = Open MPI time / ccomm time = ccomm busbw / Open MPI busbw "
       "(> 1: ccomm faster). CPU binding: "
-      + (f"both launchers --bind-to {sys.argv[5]}" if sys.argv[5] else
+      + (f"both launchers --bind-to {sys.argv[6]}" if sys.argv[6] else
          "each launcher's default (ccrun: none; mpirun: a core per rank up to 2 ranks)")
       + ".\n")
 if rtt:
@@ -212,44 +310,24 @@ print("| transport | ranks | collective | size (B) | ccomm time (us) | ccomm bus
       "| Open MPI time (us) | Open MPI busbw (GB/s) | ratio | ccomm spread (us) "
       "| Open MPI spread (us) | beyond spread | close runs only |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-def med(v, i):
-    return statistics.median(x[i] for x in v) if v else float("nan")
-def verdict(cc, om):
-    """Which side every launch fell on, or "overlap"; "-" without two launches of each."""
-    if len(cc) < 2 or len(om) < 2:
-        return "-"
-    if max(x[0] for x in cc) < min(x[0] for x in om):
-        return "ahead"
-    if min(x[0] for x in cc) > max(x[0] for x in om):
-        return "behind"
-    return "overlap"
-def close_only(cc, om):
-    """Ratio of the close runs' medians and their counts, or None without a close run of each."""
-    c = [x[0] for x in cc if x[2] == "close"]
-    o = [x[0] for x in om if x[2] == "close"]
-    if not c or not o:
-        return None
-    return statistics.median(o) / statistics.median(c), len(c), len(o)
-def spread(v):
-    return f"{min(x[0] for x in v):.2f}-{max(x[0] for x in v):.2f}" if v else "-"
 groups = collections.defaultdict(collections.Counter)
 for k in keys:
     cc, om = rows.get(k + ("ccomm",), []), rows.get(k + ("ompi",), [])
     ct, cb, ot, ob = med(cc, 0), med(cc, 1), med(om, 0), med(om, 1)
-    # Same size, same bus factor: the time ratio is the busbw ratio, without the rounding of
-    # mpi_bench's two-decimal busbw (0.00 below about 10 KB).
-    ratio = ot / ct if ct > 0 else float("nan")
+    ratio = ratio_of(cc, om)
+    if cells and ratio < below:
+        print(*k, file=cells)
     v = verdict(cc, om)
     g = groups[(k[0], k[1])]
     g["cells"] += 1
     g["ratio >= 1"] += ratio >= 1
     g["ratio < 0.9"] += ratio < 0.9
     g[v] += 1
-    co = close_only(cc, om)
+    co = placed_only(cc, om, "close")
     if co:
         g["close cells"] += 1
         g["close >= 1"] += co[0] >= 1
-    cs = f"{co[0]:.2f} ({co[1]}/{co[2]})" if co else "-"
+    cs = placed_cell(cc, om, "close")
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {ct:.2f} | {cb:.3f} | {ot:.2f} | {ob:.3f} "
           f"| {ratio:.2f} | {spread(cc)} | {spread(om)} | {v} | {cs} |")
 print("\n| transport | ranks | cells | ratio >= 1 | ratio < 0.9 | ahead | overlap | behind "
@@ -259,7 +337,36 @@ for (tp, n), g in sorted(groups.items(), key=lambda kv: (kv[0][0] != "shm", kv[0
     print(f"| {tp} | {n} | {g['cells']} | {g['ratio >= 1']} | {g['ratio < 0.9']} | {g['ahead']} "
           f"| {g['overlap']} | {g['behind']} | {g['close cells']} | {g['close >= 1']} |")
 EOF
+)
+python3 -c "$SUMMARY_PY" table "$RES" "$START" "$LAUNCHES" "$TMP/rtt.tsv" "$BIND" "$RECHECK" \
+    "$TMP/cells.txt" >"$TMP/table.md"
+
+# ---- the cells measured again (--recheck) ------------------------------------------------------
+# One size per launch, the table's iterations and warm-up (the 8-byte allreduce: its own row's),
+# pairs alternating as the launches do. The runners read no input: the cell list stays on fd 3.
+if [ -n "$RECHECK" ]; then
+    RES="$TMP/recheck.tsv"
+    : >"$RES"
+    ncells=$(wc -l <"$TMP/cells.txt")
+    echo "# recheck: $ncells cell(s) with a ratio below $RECHECK, $RECHECK_PAIRS pair(s) each" >&2
+    i=0
+    exec 3<"$TMP/cells.txt"
+    while read -r tp n c size <&3; do
+        i=$((i + 1))
+        echo "# recheck $i/$ncells: $tp, $n ranks, $c, $size B (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+        for p in $(seq 1 "$RECHECK_PAIRS"); do
+            if [ "$c" = allreduce ] && [ "$size" = 8 ]; then
+                bench_both "$p" "$tp" "$n" allreduce 8 8 2 2000 5000 </dev/null
+            else
+                bench_both "$p" "$tp" "$n" "$c" "$size" "$size" 2 "$ITERS" "$WARMUP" </dev/null
+            fi
+        done
+    done
+    exec 3<&-
+    python3 -c "$SUMMARY_PY" recheck "$TMP/results.tsv" "$RES" "$RECHECK" "$RECHECK_PAIRS" \
+        >>"$TMP/table.md"
+fi
 cat "$TMP/table.md"
 [ -z "$OUT" ] || cp "$TMP/table.md" "$OUT"
-[ -z "$PLOT" ] || "$SRC/bench/compare_plot.sh" "$RES" "$PLOT" "$START, $LAUNCHES launch(es), medians"
+[ -z "$PLOT" ] || "$SRC/bench/compare_plot.sh" "$TMP/results.tsv" "$PLOT" "$START, $LAUNCHES launch(es), medians"
 [ "$KEEP" = 0 ] || echo "# raw results kept in $TMP" >&2

@@ -3,7 +3,10 @@
 # up to 4 KiB runs and fills its table: every size with positive median times and a ratio,
 # each library's spread as "fastest-slowest", a verdict (ahead, overlap or behind) that agrees
 # with the spreads, the close-runs-only cell ("-" or "RATIO (N/M)" with at most 2 runs each),
-# and the count per transport and rank count after the table. Speed is never judged.
+# and the count per transport and rank count after the table; with --recheck above every ratio,
+# each cell measured again alone in one pair, in the second table with the first table's ratio
+# and its own; bad --recheck and --recheck-pairs values are refused with their names. Speed is
+# never judged.
 # Exit 0 = pass, 1 = fail, 77 = skipped (no Open MPI: the comparison needs mpicc and mpirun).
 set -u
 SRC=$1 BUILD=$2
@@ -11,20 +14,31 @@ SRC=$1 BUILD=$2
 . "$(dirname "$0")/mpi_compare_lib.sh"
 mpi_compare_setup compare_test
 
-timeout 150 sh "$SRC/bench/compare.sh" --quick --launches 2 --max 4K --build "$BUILD" \
-    --out "$tmp/table.md" >"$tmp/out" 2>&1 || fail "compare.sh --quick exited $?"
+for bad in "--recheck abc" "--recheck .5" "--recheck-pairs 0" "--recheck-pairs x"; do
+    # shellcheck disable=SC2086
+    sh "$SRC/bench/compare.sh" --quick $bad --build "$BUILD" >"$tmp/bad" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "compare.sh $bad exited $rc, not 2"
+    opt=${bad%% *}
+    grep -q -- "$opt" "$tmp/bad" || fail "compare.sh $bad: the error does not name $opt: $(cat "$tmp/bad")"
+done
+timeout 200 sh "$SRC/bench/compare.sh" --quick --launches 2 --max 4K --build "$BUILD" \
+    --recheck 1000 --recheck-pairs 1 --out "$tmp/table.md" >"$tmp/out" 2>&1 ||
+    fail "compare.sh --quick exited $?"
 grep -q 'failed' "$tmp/out" && fail "a run failed"
 python3 - "$tmp/table.md" <<'PY' || fail "the table is wrong"
 import re, sys
-lines = [l for l in open(sys.argv[1]) if l.startswith("| ")]
+lines = [l for l in open(sys.argv[1]) if l.startswith("|")]
 tables = []
-for l in lines:
+for i, l in enumerate(lines):
+    if l.startswith("|---"):
+        continue
     cells = [c.strip() for c in l.strip("|\n").split("|")]
-    if cells[0] == "transport":
+    if i + 1 < len(lines) and lines[i + 1].startswith("|---"):  # a header
         tables.append([cells])
-    elif not l.startswith("|---"):
+    else:
         tables[-1].append(cells)
-assert len(tables) == 2, f"{len(tables)} tables"
+assert len(tables) == 4, f"{len(tables)} tables"
 head, rows = tables[0][0], tables[0][1:]
 assert head[8] == "ratio" and head[9] == "ccomm spread (us)" and head[11] == "beyond spread" \
     and head[12] == "close runs only", head
@@ -56,6 +70,22 @@ for r in rows:
 sh, = tables[1][1:]
 assert sh[:3] == ["shm", "2", "6"], sh
 assert [int(sh[5]), int(sh[6]), int(sh[7])] == [count["ahead"], count["overlap"], count["behind"]], sh
-print(f"{len(rows)} rows; verdicts {count}; summary {sh}")
+# --recheck 1000: every cell again, one pair, with the table's ratio beside its own.
+head2, again = tables[2][0], tables[2][1:]
+assert head2[4] == "table ratio" and head2[7] == "ratio" and head2[11] == "close runs only" \
+    and head2[12] == "far runs only", head2
+assert [r[:4] for r in again] == [r[:4] for r in rows], (again, rows)
+for r, t in zip(again, rows):
+    assert r[4] == t[8], (r, t)
+    for i in (5, 6, 7):
+        v = float(r[i])
+        assert v == v and v > 0, (r, i)
+    assert r[10] == "-", r  # one pair: no verdict
+    for i in (11, 12):
+        assert re.fullmatch(r"-|\d+\.\d\d \(1/1\)", r[i]), (r, i)
+rc, = tables[3][1:]
+assert int(rc[0]) == len(rows) and int(rc[1]) <= int(rc[2]) <= len(rows), rc
+assert sum(int(x) for x in rc[3:6]) == 0, rc  # verdicts need two runs of each
+print(f"{len(rows)} rows; verdicts {count}; summary {sh}; measured again {rc}")
 PY
 exit 0
