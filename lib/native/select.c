@@ -244,17 +244,25 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0, 0},
     {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
+    /* From 1 MiB at 2 ranks the block for the peer streams through the arena (shm_stream):
+     * out of place it now matches or beats cma from 512 KiB and pulls ahead from 8 MiB, in
+     * place (where cma first copies the whole send buffer aside) it is far faster. cma stays
+     * below 1 MiB and at other rank counts. 2026-12-07 11:55-12:00 UTC, 2 ranks, medians, us
+     * out of place (cma / stream):
+     *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLTOALL=shm_cma --b build
+     *     --b-env CCOMM_ALGO_ALLTOALL=shm_stream --coll alltoall --sizes "..." --launches N
+     *   15 launches: 128K 12.8/13.2, 256K 28.4/30.3, 1M 97.6/90.1, 4M 363/339, 16M 2789/2089,
+     *     64M 12761/9097
+     *   11 launches: 512K 57.0/55.6, 1M 101.7/91.8, 2M 194/196, 4M 494/442, 8M 1585/1120
+     * Against Open MPI in the same launches (cma, stream and mpi_bench rotating, 7 launches,
+     * all close; ccperf / mpi_bench alltoall -b 1M -e 64M -f 4 -n 1000 -w 10000 --budget 256M):
+     * Open MPI / ccomm time 1M 1.03 / 1.11, 4M 0.96 / 0.91, 16M 0.92 / 1.56, 64M 0.92 / 1.63.
+     * (2026-12-06 04:05 UTC, out of place: 256K 13.4/14.5, 1M 48.7/58.9, 4M 194/271, 16M
+     * 1591/1510, 64M 7441/7669; in place 128K 24.0/7.7, 1M 163/27.2, 4M 376/232, 16M
+     * 4372/894, 64M 19120/3871.) */
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 1024 * K, 0},
+    {CC_OP_ALLTOALL, "shm_stream", cc__alltoall_shm_stream, SHM, 0, 2, 0, 0},
     {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0, 0},
-    /* Streamed through the arena at 2 ranks: out of place slower than cma, in place (where
-     * cma first copies the whole send buffer aside) far faster. Every rank must run the
-     * same body and in place is a rank's own choice, so it is never automatic; an in-place
-     * job sets CCOMM_ALGO_ALLTOALL=shm_stream. 2026-12-06 04:05-04:10 UTC, 2 ranks, medians of
-     * 5 launches, us (cma / stream):
-     *   bench/ab.sh [--in-place] --a build --a-env CCOMM_ALGO_ALLTOALL=shm_cma --b build
-     *     --b-env CCOMM_ALGO_ALLTOALL=shm_stream --coll alltoall --sizes "..." --launches 5
-     *   out of place: 256K 13.4/14.5, 1M 48.7/58.9, 4M 194/271, 16M 1591/1510, 64M 7441/7669
-     *   in place:     128K 24.0/7.7, 1M 163/27.2, 4M 376/232, 16M 4372/894, 64M 19120/3871 */
-    {CC_OP_ALLTOALL, "shm_stream", cc__alltoall_shm_stream, SHM, 0, 0, 0, CC__ROW_FORCED_ONLY},
     /* Over TCP a small op costs per message and per round, not per byte; on 2 CPUs, 4+ ranks,
      * about 12 us a message (alltoall linear at 4 ranks: 12 messages, ~150 us). Bruck sends
      * ceil(log2 n) messages in as many rounds, linear n - 1 in one: fewer at n = 4 (2 vs 3)
