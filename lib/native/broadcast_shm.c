@@ -69,6 +69,34 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 #define STREAM_SLOTS 4u
 #define STREAM_PIECE (CC__ARENA_DATA / STREAM_SLOTS)
 
+/*
+ * From 1 MiB on 2 ranks the root stages its pieces with non-temporal stores. With ordinary
+ * stores every line of a slot lives dirty in the root's cache: the reader pulls it from
+ * there and the root takes it back to write the next piece through that slot, two transfers
+ * of a line between the CPUs per piece. Where the two CPUs share a cache that is cheap;
+ * where they do not (another core complex or socket: line_rtt about 500 ns on this VM, the
+ * "far" placement) each transfer crosses the interconnect, and the 4 MiB broadcast took 3-4
+ * times as long as in the close placement, and twice Open MPI's time, which reads the
+ * root's buffer once (CMA) and does not care. Staged through memory the lines cross once.
+ * Measured 2026-12-07 11:50-12:05 UTC, 2 ranks, rank 0's in-place column, us, runs sorted
+ * by line_rtt just before and after (close: both under 250 ns), alternating (XNT: a
+ * throwaway switch of this file, 0 = ordinary stores):
+ *   ccrun -n 2 ccperf broadcast -b S -e S -n 1000 -w 10000 -c 0 --budget 256M
+ *   1 MiB   ordinary: close 57-108 (32 runs, median 80), far 102-296 (5, median 268)
+ *           non-temporal: close 71-110 (29, median 88), far 75-153 (8, median 93)
+ *   4 MiB   ordinary: close 224-392 (21, median 290), far 844 and 1200
+ *           non-temporal: close 330-499 (20, median 397), far 369-549 (3, median 432)
+ *   Open MPI (mpi_bench broadcast -b 1M -e 64M -f 4, 7 launches rotating with ccomm's, 11:49
+ *   UTC, 4 of them close): 1 MiB median 116, 4 MiB 446-616 (median 480). shm_cma: 4 MiB
+ *   441-705 close (22 runs), 411 far (1).
+ * So the close placement gives up a tenth at 1 MiB and a quarter at 4 MiB, and stays ahead of
+ * Open MPI; the far one gains 2.5-3 times and stops falling below it. At 4 ranks on 2 CPUs
+ * (three readers of each line) non-temporal staging was a tenth slower at 1-4 MiB and even at
+ * 16 MiB with all runs close (6 alternating launches each, 1M / 4M / 16M medians 230 / 944 /
+ * 4900 ordinary, 260 / 1067 / 4800 non-temporal), with no far runs to weigh: ordinary there.
+ */
+#define STREAM_STAGE_NT_BYTES (1u << 20)
+
 static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
@@ -82,6 +110,7 @@ static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     char *area = cc__arena_data(ao, root);
     if (nc->rank == root) {
         const char *src = in->sendbuf;
+        int nt = n == 2 && bytes >= STREAM_STAGE_NT_BYTES;
         uint64_t least = 0; /* every reader copied out this many pieces, at least */
         for (uint64_t k = 0; k < steps; k++) {
             if (k >= STREAM_SLOTS && least < k - STREAM_SLOTS + 1) {
@@ -95,8 +124,11 @@ static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
             }
             size_t off = (size_t)k * STREAM_PIECE, len = bytes - off;
             if (len > STREAM_PIECE) len = STREAM_PIECE;
-            memcpy(area + (size_t)(k % STREAM_SLOTS) * STREAM_PIECE, src + off, len);
+            cc__shm_out_copy(area + (size_t)(k % STREAM_SLOTS) * STREAM_PIECE, src + off, len, nt);
             if (in->recvbuf != in->sendbuf) memcpy((char *)in->recvbuf + off, src + off, len);
+#if defined(__SSE2__)
+            if (nt) _mm_sfence(); /* the piece is in memory before the reader is told */
+#endif
             cc__arena_progress(ao, k + 1);
         }
         return cc__arena_check_quit(ao);

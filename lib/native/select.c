@@ -244,23 +244,29 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0, 0},
     {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
-    /* From 1 MiB at 2 ranks the block for the peer streams through the arena (shm_stream):
-     * out of place it now matches or beats cma from 512 KiB and pulls ahead from 8 MiB, in
-     * place (where cma first copies the whole send buffer aside) it is far faster. cma stays
-     * below 1 MiB and at other rank counts. 2026-12-07 11:55-12:00 UTC, 2 ranks, medians, us
-     * out of place (cma / stream):
+    /* From 8 MiB at 2 ranks the block for the peer streams through the arena (shm_stream);
+     * cma below and at other rank counts. In the close placement (the two CPUs share a
+     * cache) the stream matches cma from 512 KiB and is 1.3-2x faster from 8 MiB, in place
+     * (where cma first copies the whole send buffer aside) far faster at every size. In the
+     * far placement (line_rtt about 500 ns) each slot's lines cross between the CPUs twice a
+     * piece (broadcast_shm.c's stream says why) and the stream falls behind cma at 4 MiB,
+     * not at 16. 2026-12-07, 2 ranks, out of place, medians, us (cma / stream):
      *   bench/ab.sh --a build --a-env CCOMM_ALGO_ALLTOALL=shm_cma --b build
      *     --b-env CCOMM_ALGO_ALLTOALL=shm_stream --coll alltoall --sizes "..." --launches N
-     *   15 launches: 128K 12.8/13.2, 256K 28.4/30.3, 1M 97.6/90.1, 4M 363/339, 16M 2789/2089,
-     *     64M 12761/9097
-     *   11 launches: 512K 57.0/55.6, 1M 101.7/91.8, 2M 194/196, 4M 494/442, 8M 1585/1120
-     * Against Open MPI in the same launches (cma, stream and mpi_bench rotating, 7 launches,
-     * all close; ccperf / mpi_bench alltoall -b 1M -e 64M -f 4 -n 1000 -w 10000 --budget 256M):
-     * Open MPI / ccomm time 1M 1.03 / 1.11, 4M 0.96 / 0.91, 16M 0.92 / 1.56, 64M 0.92 / 1.63.
+     *   11:40, 15 launches: 128K 12.8/13.2, 256K 28.4/30.3, 1M 97.6/90.1, 4M 363/339,
+     *     16M 2789/2089, 64M 12761/9097
+     *   11:45, 11 launches: 512K 57.0/55.6, 1M 101.7/91.8, 2M 194/196, 4M 494/442, 8M 1585/1120
+     * Runs sorted by placement (ccrun -n 2 ccperf alltoall -b S -e S -n 1000 -w 10000 -c 0
+     * --budget 256M, alternating, line_rtt just before and after; far: either above 250 ns),
+     * 11:53-12:10:
+     *   4M  close: cma 353-591 (18 runs, median 420), stream 289-622 (28, median 390)
+     *       far:   cma 321-884 (20, median 385), stream 326-1167 (10, median 830)
+     *   16M close: cma 2976-4704 (19, median 3750), stream 1930-2638 (21, median 2260)
+     *       far:   cma 3551-5164 (4), stream 4310 and 4644
      * (2026-12-06 04:05 UTC, out of place: 256K 13.4/14.5, 1M 48.7/58.9, 4M 194/271, 16M
      * 1591/1510, 64M 7441/7669; in place 128K 24.0/7.7, 1M 163/27.2, 4M 376/232, 16M
      * 4372/894, 64M 19120/3871.) */
-    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 1024 * K, 0},
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 8 * 1024 * K, 0},
     {CC_OP_ALLTOALL, "shm_stream", cc__alltoall_shm_stream, SHM, 0, 2, 0, 0},
     {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 0, 0, 0},
     /* Over TCP a small op costs per message and per round, not per byte; on 2 CPUs, 4+ ranks,

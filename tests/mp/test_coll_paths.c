@@ -103,8 +103,8 @@ static const struct row rows[] = {
     {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
     {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
     {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
-    {1, CC_OP_ALLTOALL, 1024 * K, "shm_cma", "shm_stream", 2, 2}, /* 2 ranks stream from 1 MiB */
-    {1, CC_OP_ALLTOALL, 1024 * K, "shm_cma", "shm_cma", 3, 0},
+    {1, CC_OP_ALLTOALL, 8 * 1024 * K, "shm_cma", "shm_stream", 2, 2}, /* 2 ranks: from 8 MiB */
+    {1, CC_OP_ALLTOALL, 8 * 1024 * K, "shm_cma", "shm_cma", 3, 0},
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma", 0, 0},
     {1, CC_OP_SCATTER, 16 * K, "shm_flat", "shm_cma", 0, 0},
     {0, CC_OP_ALLREDUCE, 1024 * K + 1, "recursive_doubling", "ring", 2, 2},
