@@ -246,7 +246,7 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     /* From 8 MiB at 2 ranks the block for the peer streams through the arena (shm_stream);
      * cma below and at other rank counts. In the close placement (the two CPUs share a
-     * cache) the stream matches cma from 512 KiB and is 1.3-2x faster from 8 MiB, in place
+     * cache) the stream matches cma from 512 KiB and is 1.3-1.7x faster from 8 MiB, in place
      * (where cma first copies the whole send buffer aside) far faster at every size. In the
      * far placement (line_rtt about 500 ns) each slot's lines cross between the CPUs twice a
      * piece (broadcast_shm.c's stream says why) and the stream falls behind cma at 4 MiB,
