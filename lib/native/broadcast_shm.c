@@ -78,22 +78,23 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
  * "far" placement) each transfer crosses the interconnect, and the 4 MiB broadcast took 3-4
  * times as long as in the close placement, and twice Open MPI's time, which reads the
  * root's buffer once (CMA) and does not care. Staged through memory the lines cross once.
- * Measured 2026-12-07 11:50-12:05 UTC, 2 ranks, rank 0's in-place column, us, runs sorted
- * by line_rtt just before and after (close: both under 250 ns), alternating (XNT: a
- * throwaway switch of this file, 0 = ordinary stores):
+ * Measured 2026-12-07 11:50-12:10 UTC, 2 ranks, rank 0's in-place column, us, runs sorted
+ * by line_rtt just before and after (close: both under 250 ns; far: either above), the
+ * variants alternating (a throwaway switch of this file chose the stores):
  *   ccrun -n 2 ccperf broadcast -b S -e S -n 1000 -w 10000 -c 0 --budget 256M
- *   1 MiB   ordinary: close 57-108 (32 runs, median 80), far 102-296 (5, median 268)
- *           non-temporal: close 71-110 (29, median 88), far 75-153 (8, median 93)
- *   4 MiB   ordinary: close 224-392 (21, median 290), far 844 and 1200
- *           non-temporal: close 330-499 (20, median 397), far 369-549 (3, median 432)
+ *   1 MiB   ordinary: close 57-256 (35 runs, median 70), far 102-296 (5, median 268)
+ *           non-temporal: close 71-110 (31, median 88), far 75-153 (9, median 94)
+ *   4 MiB   ordinary: close 224-392 (23, median 322), far 844 and 1200
+ *           non-temporal: close 330-499 (21, median 398), far 344-549 (4, median 401)
  *   Open MPI (mpi_bench broadcast -b 1M -e 64M -f 4, 7 launches rotating with ccomm's, 11:49
  *   UTC, 4 of them close): 1 MiB median 116, 4 MiB 446-616 (median 480). shm_cma: 4 MiB
- *   441-705 close (22 runs), 411 far (1).
- * So the close placement gives up a tenth at 1 MiB and a quarter at 4 MiB, and stays ahead of
- * Open MPI; the far one gains 2.5-3 times and stops falling below it. At 4 ranks on 2 CPUs
- * (three readers of each line) non-temporal staging was a tenth slower at 1-4 MiB and even at
- * 16 MiB with all runs close (6 alternating launches each, 1M / 4M / 16M medians 230 / 944 /
- * 4900 ordinary, 260 / 1067 / 4800 non-temporal), with no far runs to weigh: ordinary there.
+ *   441-705 close (23 runs, median 518), 411 and 540 far.
+ * So the close placement gives up a quarter at 1 and 4 MiB and stays ahead of Open MPI
+ * (1.3 and 1.2 times); the far one gains 2.5-3 times and stops falling below it (0.4-0.5
+ * times with ordinary stores, 1.2 with these). At 4 ranks on 2 CPUs (three readers of each
+ * line) non-temporal staging was a tenth slower at 1-4 MiB and even at 16 MiB with all runs
+ * close (6 alternating launches each, 1M / 4M / 16M medians 230 / 944 / 4900 ordinary,
+ * 260 / 1067 / 4800 non-temporal), with no far runs to weigh: ordinary there.
  */
 #define STREAM_STAGE_NT_BYTES (1u << 20)
 

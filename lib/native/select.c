@@ -258,11 +258,11 @@ static const cc__algo_row_t rows[] = {
      *   11:45, 11 launches: 512K 57.0/55.6, 1M 101.7/91.8, 2M 194/196, 4M 494/442, 8M 1585/1120
      * Runs sorted by placement (ccrun -n 2 ccperf alltoall -b S -e S -n 1000 -w 10000 -c 0
      * --budget 256M, alternating, line_rtt just before and after; far: either above 250 ns),
-     * 11:53-12:10:
-     *   4M  close: cma 353-591 (18 runs, median 420), stream 289-622 (28, median 390)
-     *       far:   cma 321-884 (20, median 385), stream 326-1167 (10, median 830)
-     *   16M close: cma 2976-4704 (19, median 3750), stream 1930-2638 (21, median 2260)
-     *       far:   cma 3551-5164 (4), stream 4310 and 4644
+     * 11:50-12:10:
+     *   4M  close: cma 353-597 (27 runs, median 498), stream 289-622 (44, median 401)
+     *       far:   cma 320-884 (38, median 420), stream 326-1167 (21, median 874)
+     *   16M close: cma 2976-4894 (21, median 3748), stream 1930-2685 (23, median 2278)
+     *       far:   cma 3550-5164 (4, median 3977), stream 4310 and 4644
      * (2026-12-06 04:05 UTC, out of place: 256K 13.4/14.5, 1M 48.7/58.9, 4M 194/271, 16M
      * 1591/1510, 64M 7441/7669; in place 128K 24.0/7.7, 1M 163/27.2, 4M 376/232, 16M
      * 4372/894, 64M 19120/3871.) */

@@ -111,7 +111,7 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&two, CC_OP_ALLGATHER, 512 * K, "shm_cma");
     EXPECT(&two, CC_OP_ALLGATHER, (8u << 20) - 4, "shm_cma");
     EXPECT(&two, CC_OP_ALLGATHER, 8u << 20, "shm_stream");
-    /* Alltoall: cma above flat; from 1 MiB from 8 MiB the 2-rank stream, cma on more ranks. */
+    /* Alltoall: cma above flat; from 8 MiB the 2-rank stream, cma on more ranks. */
     EXPECT(&two, CC_OP_ALLTOALL, 64 * K + 4, "shm_cma");
     EXPECT(&two, CC_OP_ALLTOALL, (8u << 20) - 4, "shm_cma");
     EXPECT(&two, CC_OP_ALLTOALL, 8u << 20, "shm_stream");
