@@ -80,7 +80,7 @@ static cc_status_t run(struct ag *c, const char *own)
     const char *src = own && cnt ? (const char *)own : mine;
     for (int k = 0; k < c->nseg; k++)
         CC_CHECK(post_send(c, 0, k, src));
-    if (cnt && src != mine) memcpy(mine, src, cnt * c->es);
+    if (cnt && src != mine) cc__native_copy(c->nc, mine, src, cnt * c->es);
     size_t off, len;
     for (int s = 0; s < c->n - 1; s++) {
         int b = blk_of(c, s + 1);

@@ -146,6 +146,13 @@ void *cc__native_buf(cc__native_t *nc, void **buf, size_t *cap, size_t len);
 cc__req_t *cc__native_reqs(cc__native_t *nc, int n);
 /* Wait for the posted ones among reqs[0..n) (entries never posted are skipped). */
 cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t deadline_ns);
+/*
+ * memcpy for a rank's own block while its messages are in flight: in pieces of
+ * CC__COPY_PIECE with one progress pass of the net between them, so that a peer's
+ * rendezvous is answered, and data moves, during the copy instead of after it.
+ */
+#define CC__COPY_PIECE (256u << 10)
+void cc__native_copy(cc__native_t *nc, void *dst, const void *src, size_t len);
 /* Withdraw every pending request of the pool (abort the net if one is in flight). */
 void cc__native_settle(cc__native_t *nc, cc_status_t why);
 

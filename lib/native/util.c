@@ -156,6 +156,19 @@ cc_status_t cc__native_wait(cc__native_t *nc, cc__req_t *reqs, int n, uint64_t d
     return k ? cc__net_wait(nc->net, p, k, deadline_ns) : CC_OK;
 }
 
+void cc__native_copy(cc__native_t *nc, void *dst, const void *src, size_t len)
+{
+    if (len <= CC__COPY_PIECE) { /* one piece: nothing to interleave */
+        memcpy(dst, src, len);
+        return;
+    }
+    for (size_t o = 0; o < len; o += CC__COPY_PIECE) {
+        size_t k = len - o < CC__COPY_PIECE ? len - o : CC__COPY_PIECE;
+        cc__net_poll(nc->net);
+        memcpy((char *)dst + o, (const char *)src + o, k);
+    }
+}
+
 void cc__native_settle(cc__native_t *nc, cc_status_t why)
 {
     int busy = 0;

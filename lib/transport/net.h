@@ -88,6 +88,8 @@ cc_status_t cc__net_irecv(cc__net_t *net, int peer, uint32_t tag, void *buf, siz
 
 /* Progress everything once; *done = 1 when req finished (see req->status). */
 cc_status_t cc__net_test(cc__net_t *net, cc__req_t *req, int *done);
+/* Progress everything once if some request is pending (no waiting); how many things moved. */
+int cc__net_poll(cc__net_t *net);
 
 /*
  * Progress until all n requests finish, the deadline (CLOCK_MONOTONIC ns,

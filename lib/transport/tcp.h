@@ -25,6 +25,7 @@
 #define CC__TCP_FRAME_MAGIC 0x4346u               /* "FC" */
 #define CC__TCP_VERSION     1u
 #define CC__TCP_STAGE       (64u * 1024u) /* receive staging buffer per peer */
+#define CC__TCP_DATA_PEEK   (4u * 1024u)  /* a read while a DATA is awaited (tcp_msg.c) */
 /* A peer's socket is left unread while this many bytes of its messages wait unmatched
  * (tcp_msg.c, may_read): a sender that runs ahead then waits on its socket. */
 #define CC__TCP_HELD_MAX    (4u << 20)

@@ -39,20 +39,29 @@ static const char *loss_cause(int err)
 
 /* ---- sending ----------------------------------------------------------------------------- */
 
+/* The header of a verdict's frame, and of a queued request's. */
+static struct cc__tcp_frame verdict_frame(const struct cc__verdict *v)
+{
+    return (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, CC__TCP_CTS, v->verdict, 0, v->cookie};
+}
+
+static struct cc__tcp_frame req_frame(const cc__req_t *req)
+{
+    static const uint16_t type[] = {CC__TCP_MSG, CC__TCP_RTS, CC__TCP_DATA};
+    return (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, type[req->priv[1]], req->tag, req->len,
+                                  req->priv[0]};
+}
+
 /* The next frame to put on the wire: a verdict first (a sender waits on it), else sq_head. */
 static int next_frame(struct cc__tcp_peer *tp)
 {
     if (tp->cts.n) {
-        tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, CC__TCP_CTS, tp->cts.v[0].verdict,
-                                            0, tp->cts.v[0].cookie};
+        tp->tx_hdr = verdict_frame(&tp->cts.v[0]);
         tp->tx_ctrl = 1;
         return 1;
     }
-    cc__req_t *req = tp->sq_head;
-    if (!req) return 0;
-    static const uint16_t type[] = {CC__TCP_MSG, CC__TCP_RTS, CC__TCP_DATA};
-    tp->tx_hdr = (struct cc__tcp_frame){CC__TCP_FRAME_MAGIC, type[req->priv[1]], req->tag, req->len,
-                                        req->priv[0]};
+    if (!tp->sq_head) return 0;
+    tp->tx_hdr = req_frame(tp->sq_head);
     tp->tx_ctrl = 0;
     return 1;
 }
@@ -76,23 +85,96 @@ static void frame_sent(struct cc__net *net, struct cc__tcp_peer *tp)
     }
 }
 
-/* Write frames until the socket would block; a header and its payload share a sendmsg. */
+static int has_body(const struct cc__tcp_frame *h)
+{
+    return h->type == CC__TCP_MSG || h->type == CC__TCP_DATA;
+}
+
+/*
+ * One sendmsg() carries the frame on the wire and as many of the frames behind it (in
+ * next_frame's order: the verdicts, then the queue) as fit in CC__TCP_TX_FRAMES and one
+ * chunk of payload: a burst of rendezvous requests or answers, or of small messages, leaves
+ * in one system call instead of one each (strace of a 2-rank TCP allgather of 4 MiB: 8
+ * RTS and 8 CTS of 24 bytes a rank and op, each its own sendmsg before).
+ */
+#define CC__TCP_TX_FRAMES 16
+
+struct tx_batch {
+    struct iovec iov[2 * CC__TCP_TX_FRAMES];
+    struct cc__tcp_frame hdr[CC__TCP_TX_FRAMES];
+    int ctrl[CC__TCP_TX_FRAMES];
+    int nf, niov;
+    size_t bytes; /* of payload: a chunk bounds those, as a lone frame's */
+};
+
+/* Add a frame whose first `off` bytes are out already; 0 when the batch is full. */
+static int batch_add(struct tx_batch *b, const struct cc__tcp_frame *h, int ctrl, const void *buf,
+                     size_t off, uint64_t chunk)
+{
+    const size_t hl = sizeof(*h);
+    if (b->nf == CC__TCP_TX_FRAMES || (b->nf && b->bytes >= chunk)) return 0;
+    int f = b->nf++;
+    b->hdr[f] = *h;
+    b->ctrl[f] = ctrl;
+    if (off < hl) {
+        b->iov[b->niov++] = (struct iovec){(char *)&b->hdr[f] + off, hl - off};
+    }
+    size_t plen = has_body(h) ? h->len : 0, poff = off > hl ? off - hl : 0;
+    size_t left = plen - poff, room = chunk > b->bytes ? chunk - b->bytes : 0;
+    if (left && room) {
+        size_t k = left < room ? left : room;
+        b->iov[b->niov++] = (struct iovec){(char *)buf + poff, k};
+        b->bytes += k;
+    }
+    return 1;
+}
+
+/* Gather the frame on the wire (tx_hdr, tx_off) and those behind it. */
+static void batch_build(struct tx_batch *b, struct cc__tcp_peer *tp, uint64_t chunk)
+{
+    b->nf = b->niov = 0;
+    b->bytes = 0;
+    batch_add(b, &tp->tx_hdr, tp->tx_ctrl, tp->tx_ctrl ? NULL : tp->sq_head->buf, tp->tx_off,
+              chunk);
+    for (int i = tp->tx_ctrl; i < tp->cts.n; i++) {
+        struct cc__tcp_frame h = verdict_frame(&tp->cts.v[i]);
+        if (!batch_add(b, &h, 1, NULL, 0, chunk)) return;
+    }
+    for (cc__req_t *r = tp->tx_ctrl ? tp->sq_head : tp->sq_head->next; r; r = r->next) {
+        struct cc__tcp_frame h = req_frame(r);
+        if (!batch_add(b, &h, 0, r->buf, 0, chunk)) return;
+    }
+}
+
+/* w bytes of the batch went out: retire the frames they completed, note the partial one. */
+static void batch_sent(struct cc__net *net, struct cc__tcp_peer *tp, const struct tx_batch *b,
+                       size_t w)
+{
+    const size_t hl = sizeof(struct cc__tcp_frame);
+    for (int f = 0; f < b->nf; f++) {
+        tp->tx_hdr = b->hdr[f];
+        tp->tx_ctrl = b->ctrl[f];
+        size_t total = hl + (has_body(&b->hdr[f]) ? b->hdr[f].len : 0);
+        size_t take = total - tp->tx_off < w ? total - tp->tx_off : w;
+        tp->tx_off += take;
+        w -= take;
+        if (!tp->tx_ctrl && has_body(&tp->tx_hdr))
+            tp->sq_head->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
+        if (tp->tx_off < total) return; /* partly out: the wire's frame from here on */
+        frame_sent(net, tp);            /* tx_off = 0 for the next */
+        if (!w) return;
+    }
+}
+
+/* Write frames until the socket would block. */
 int cc__tcp_tx(struct cc__net *net, struct cc__tcp_peer *tp)
 {
     int moved = 0;
     uint64_t chunk = cc__tcp(net)->chunk;
-    const size_t hl = sizeof(tp->tx_hdr);
+    struct tx_batch b;
     while (tp->tx_off > 0 || next_frame(tp)) {
-        int body = tp->tx_hdr.type == CC__TCP_MSG || tp->tx_hdr.type == CC__TCP_DATA;
-        size_t plen = body ? tp->tx_hdr.len : 0;
-        struct iovec iov[2];
-        int k = 0;
-        if (tp->tx_off < hl)
-            iov[k++] = (struct iovec){(char *)&tp->tx_hdr + tp->tx_off, hl - tp->tx_off};
-        size_t poff = tp->tx_off > hl ? tp->tx_off - hl : 0, left = plen - poff;
-        if (left)
-            iov[k++] = (struct iovec){(char *)tp->sq_head->buf + poff, left < chunk ? left : chunk};
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
+        batch_build(&b, tp, chunk);
+        struct msghdr mh = {.msg_iov = b.iov, .msg_iovlen = (size_t)b.niov};
         ssize_t w = sendmsg(tp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -104,9 +186,7 @@ int cc__tcp_tx(struct cc__net *net, struct cc__tcp_peer *tp)
             return moved + 1;
         }
         moved = 1;
-        tp->tx_off += (size_t)w;
-        if (body) tp->sq_head->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
-        if (tp->tx_off == hl + plen) frame_sent(net, tp);
+        batch_sent(net, tp, &b, (size_t)w);
     }
     cc__tcp_want_out(net, tp, 0);
     return moved;
@@ -162,7 +242,12 @@ static ssize_t fill(struct cc__net *net, struct cc__tcp_peer *tp)
         tp->st_end -= tp->st_beg;
         tp->st_beg = 0;
     }
-    ssize_t n = rd(net, tp, tp->stage + tp->st_end, CC__TCP_STAGE - tp->st_end);
+    /* A receive that said GO awaits its DATA: its header is in the next bytes or soon, and
+     * what a full-sized read brings behind that header would be copied out of the stage
+     * again; a short read leaves the payload to the direct read. */
+    size_t want = CC__TCP_STAGE - tp->st_end;
+    if (tp->rndv_rx && want > CC__TCP_DATA_PEEK) want = CC__TCP_DATA_PEEK;
+    ssize_t n = rd(net, tp, tp->stage + tp->st_end, want);
     if (n > 0) tp->st_end += (size_t)n;
     return n;
 }

@@ -158,6 +158,13 @@ static int progress(cc__net_t *net)
     return n;
 }
 
+int cc__net_poll(cc__net_t *net)
+{
+    int pending = 0;
+    for (int tp = CC__TP_SHM; tp < CC__TP_COUNT; tp++) pending += net->tp_pending[tp];
+    return pending ? progress(net) : 0;
+}
+
 cc_status_t cc__net_test(cc__net_t *net, cc__req_t *req, int *done)
 {
     if (!net || !req || !done) {
