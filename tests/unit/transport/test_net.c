@@ -29,6 +29,7 @@ struct targ {
     const char *ring;      /* CCOMM_SHM_RING_SIZE for the ranks, or NULL */
     const char *cma;       /* CCOMM_SHM_CMA_THRESHOLD for the ranks, or NULL */
     const char *tcp_rndv;  /* CCOMM_TCP_RNDV_THRESHOLD for the ranks, or NULL */
+    const char *tcp_chunk; /* CCOMM_TCP_CHUNK_SIZE for the ranks, or NULL */
     int ns_from;           /* ranks >= this live in the test's network namespace; 0 = none */
 };
 
@@ -51,7 +52,8 @@ static void rank_env(const struct targ *a)
     if (a->ring) setenv("CCOMM_SHM_RING_SIZE", a->ring, 1);
     if (a->cma) setenv("CCOMM_SHM_CMA_THRESHOLD", a->cma, 1);
     if (a->tcp_rndv) setenv("CCOMM_TCP_RNDV_THRESHOLD", a->tcp_rndv, 1);
-    if (a->ring || a->cma || a->tcp_rndv) cc__config_reload();
+    if (a->tcp_chunk) setenv("CCOMM_TCP_CHUNK_SIZE", a->tcp_chunk, 1);
+    if (a->ring || a->cma || a->tcp_rndv || a->tcp_chunk) cc__config_reload();
 }
 
 /* A rank's settings and net, for the ranks below that need nothing else (NULL: failed). */
@@ -351,6 +353,15 @@ static void test_in_flight_tcp_rndv(void **s)
     run_forked(3, rank_in_flight, &a);
 }
 
+/* Chunks of 1 KiB: a sendmsg's batch of frames (tcp_msg.c) ends inside a payload, verdicts
+ * and RTS frames ride between pieces of messages, and a short write leaves a frame half out. */
+static void test_in_flight_tcp_chunk(void **s)
+{
+    (void)s;
+    struct targ a = {.transport = "tcp", .tcp_rndv = "1024", .tcp_chunk = "1024"};
+    run_forked(3, rank_in_flight, &a);
+}
+
 /* No rendezvous: every large message that arrives first is held aside. */
 static void test_in_flight_tcp_eager(void **s)
 {
@@ -590,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_in_flight_tcp),
         cmocka_unit_test(test_in_flight_tcp_rndv),
         cmocka_unit_test(test_in_flight_tcp_eager),
+        cmocka_unit_test(test_in_flight_tcp_chunk),
         cmocka_unit_test(test_held_bound_tcp),
         cmocka_unit_test(test_tag_order_shm),
         cmocka_unit_test(test_tag_order_tcp),
