@@ -43,7 +43,7 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
     size_t own = cc__blk_count(rb, r);
     char *dst = own ? out + cc__blk_displ(rb, r) * es : NULL;
     const char *src = own ? in + cc__blk_displ(sb, r) * es : NULL;
-    if (own && src != dst) memcpy(dst, src, own * es);
+    if (own && src != dst) cc__native_copy(nc, dst, src, own * es);
     return cc__native_wait(nc, rq, 2 * n, op->deadline_ns);
 }
 

@@ -4,8 +4,10 @@
  * symmetric pairing (each of the two names the other), so every step is n/2
  * simultaneous two-way exchanges and each link carries both directions at
  * once. Exactly one step pairs a rank with itself: its own block is copied
- * then. n steps of one block: the choice for large blocks. In place, the
- * block to send goes to scratch first, since the same block receives.
+ * then, or rather during the next step's exchange (cc__native_copy: with 2
+ * ranks the copy came first and the exchange waited for it). n steps of one
+ * block: the choice for large blocks. In place, the block to send goes to
+ * scratch first, since the same block receives.
  */
 #include <string.h>
 
@@ -22,6 +24,11 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
     int inplace = (const void *)in == (void *)out && out;
     if (inplace && !(tmp = cc__native_scratch(nc, cc__blk_max(rb, n) * es + 1)))
         return CC_ERR_NO_MEMORY;
+    cc__req_t *rq = cc__native_reqs(nc, 2);
+    if (!rq) return CC_ERR_NO_MEMORY;
+    char *self_dst = NULL; /* the own block's copy, not done yet */
+    const char *self_src = NULL;
+    size_t self_len = 0;
     for (int s = 0; s < n; s++) {
         int p = ((s - r) % n + n) % n;
         size_t rc = cc__blk_count(rb, p), sc = inplace ? rc : cc__blk_count(sb, p);
@@ -35,13 +42,19 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
                              r, sc, rc);
                 return CC_ERR_MISMATCH;
             }
-            if (rc && src != dst) memcpy(dst, src, rc * es);
+            if (rc && src != dst) self_dst = dst, self_src = src, self_len = rc * es;
             continue;
         }
         if (inplace && sc) memcpy(tmp, dst, sc * es), src = tmp;
-        CC_CHECK(cc__net_sendrecv(nc->net, p, src, sc * es, p, dst, rc * es,
-                                  cc__coll_tag(op, (uint32_t)s), op->deadline_ns));
+        uint32_t tag = cc__coll_tag(op, (uint32_t)s);
+        memset(rq, 0, 2 * sizeof(*rq));
+        CC_CHECK(cc__net_irecv(nc->net, p, tag, dst, rc * es, &rq[0]));
+        CC_CHECK(cc__net_isend(nc->net, p, tag, src, sc * es, &rq[1]));
+        if (self_len) cc__native_copy(nc, self_dst, self_src, self_len);
+        self_len = 0;
+        CC_CHECK(cc__native_wait(nc, rq, 2, op->deadline_ns));
     }
+    if (self_len) memcpy(self_dst, self_src, self_len); /* the last step was the own one */
     return CC_OK;
 }
 
