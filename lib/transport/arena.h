@@ -62,10 +62,16 @@
 #define CC__ARENA_PROG_BITS 24            /* prog: low bits count pieces */
 #define CC__ARENA_MAX_RANKS 64            /* larger communicators get no arena */
 /* Arrival slots per rank: a deep op runs up to DEPTH - 1 ops ahead. Measured at 4 ranks on 2
- * CPUs, 2026-12-01 21:17 UTC, builds differing in this value only, 7 launches: bench/ab.sh
- * --coll broadcast --sizes "16 64 256" --ranks 4 --launches 7 --iters 20000: 8 was 1.2-1.7x
- * slower than 16, 32 within the noise of 16 (docs/performance.md, session 5). */
-#define CC__ARENA_DEPTH     16
+ * CPUs, builds differing in this value only (and the control block's size), in-place
+ * broadcast, 2026-12-07 15:20-15:35 UTC: bench/ab.sh --coll broadcast --in-place --ranks 4
+ * --sizes "16 64 256" --iters 20000 --launches 7 (5): 16 against 64, 1.05/0.63, 1.13/0.57,
+ * 1.18/0.63 us (1.7-2.0x); 32 against 64 1.24/1.38/1.01; 64 against 128 1.10/1.17/1.08.
+ * 2 ranks, allreduce 8 and 64 B (--launches 9): 16 against 64 0.98 and 1.00, against 128
+ * 0.91 and 0.98. So 64: a reader that gets the CPU catches up on more ops, the ranks hand
+ * the CPUs over less often (perf stat, depth 16: 103732 context switches in 0.7 s of a
+ * 4-rank broadcast of 16 B, Open MPI 28571). On 2026-12-01, with ops 3x slower, 16 and 32
+ * were within the noise (docs/performance.md). */
+#define CC__ARENA_DEPTH     64
 /* How many ops back a deep op's flow-control check looks first (arena_sync.c, wait_arrived). */
 #define CC__ARENA_PROBE     4
 /* Payload bytes that travel in the arrival lines: 24 in the first line with the arrival
@@ -122,9 +128,9 @@ struct cc__arena_hdr {
 };
 
 #define CC__ARENA_MAGIC     0x616e657261636363ull /* "cccarena" */
-#define CC__ARENA_VERSION   2u /* 2: CC__ARENA_DEPTH arrival slots of five lines */
+#define CC__ARENA_VERSION   3u /* 3: 64 arrival slots of five lines (2: 16) */
 #define CC__ARENA_HDR_BYTES 4096u
-#define CC__ARENA_CTL_BYTES 8192u
+#define CC__ARENA_CTL_BYTES 32768u /* 64 x 320 + 64 x 64 + 4 x 64 = 24832 bytes used */
 #define CC__ARENA_STRIDE    (CC__ARENA_CTL_BYTES + 2u * CC__ARENA_DATA)
 
 /* This rank's handle on the arena. */
