@@ -47,7 +47,6 @@ static cc_status_t run(cc__native_t *nc, cc__op_t *op, const cc__blocks_t *sb,
         }
         if (inplace && sc) memcpy(tmp, dst, sc * es), src = tmp;
         uint32_t tag = cc__coll_tag(op, (uint32_t)s);
-        memset(rq, 0, 2 * sizeof(*rq));
         CC_CHECK(cc__net_irecv(nc->net, p, tag, dst, rc * es, &rq[0]));
         CC_CHECK(cc__net_isend(nc->net, p, tag, src, sc * es, &rq[1]));
         if (self_len) cc__native_copy(nc, self_dst, self_src, self_len);

@@ -116,9 +116,7 @@ static int batch_add(struct tx_batch *b, const struct cc__tcp_frame *h, int ctrl
     int f = b->nf++;
     b->hdr[f] = *h;
     b->ctrl[f] = ctrl;
-    if (off < hl) {
-        b->iov[b->niov++] = (struct iovec){(char *)&b->hdr[f] + off, hl - off};
-    }
+    if (off < hl) b->iov[b->niov++] = (struct iovec){(char *)&b->hdr[f] + off, hl - off};
     size_t plen = has_body(h) ? h->len : 0, poff = off > hl ? off - hl : 0;
     size_t left = plen - poff, room = chunk > b->bytes ? chunk - b->bytes : 0;
     if (left && room) {
@@ -154,12 +152,12 @@ static void batch_sent(struct cc__net *net, struct cc__tcp_peer *tp, const struc
     for (int f = 0; f < b->nf; f++) {
         tp->tx_hdr = b->hdr[f];
         tp->tx_ctrl = b->ctrl[f];
-        size_t total = hl + (has_body(&b->hdr[f]) ? b->hdr[f].len : 0);
+        int body = has_body(&tp->tx_hdr);
+        size_t total = hl + (body ? tp->tx_hdr.len : 0);
         size_t take = total - tp->tx_off < w ? total - tp->tx_off : w;
         tp->tx_off += take;
         w -= take;
-        if (!tp->tx_ctrl && has_body(&tp->tx_hdr))
-            tp->sq_head->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
+        if (body) tp->sq_head->done = tp->tx_off > hl ? tp->tx_off - hl : 0;
         if (tp->tx_off < total) return; /* partly out: the wire's frame from here on */
         frame_sent(net, tp);            /* tx_off = 0 for the next */
         if (!w) return;
