@@ -50,9 +50,9 @@
     "the op unless the communicator has two or more ranks, all over shared memory."
 #define CC__CHOICES_ALGO_ALLREDUCE                                                                 \
     "auto", "shm_flat", "shm_stream", "shm_cma", "recursive_doubling", "halving_doubling", "ring"
-#define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_stream", "shm_cma", "ring", "binomial"
+#define CC__CHOICES_ALGO_BROADCAST       "auto", "shm_flat", "shm_cma", "shm_stream", "ring", "binomial"
 #define CC__CHOICES_ALGO_REDUCE          "auto", "shm_flat", "shm_cma", "binomial", "ring"
-#define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_stream", "shm_cma", "bruck", "ring"
+#define CC__CHOICES_ALGO_ALLGATHER       "auto", "shm_flat", "shm_cma", "shm_stream", "bruck", "ring"
 #define CC__CHOICES_ALGO_ALLGATHERV      "auto", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTER  "auto", "shm_flat", "shm_cma", "recursive_doubling", "ring"
 #define CC__CHOICES_ALGO_REDUCE_SCATTERV "auto", "ring"
@@ -133,7 +133,8 @@
       0)                                                                                           \
     X(SHM_CMA_THRESHOLD, shm_cma_threshold, SIZE, "64K",                                           \
       "Messages of at least this many bytes between ranks on one host are read straight from the " \
-      "sender's memory (process_vm_readv, one copy); 0 turns that off (copies through the ring).", \
+      "sender's memory (process_vm_readv, one copy); 0 turns that off: messages copy through "   \
+      "the ring, shared-memory collectives through the arena or the transport's algorithms.",     \
       0)                                                                                           \
     X(TCP_CHUNK_SIZE, tcp_chunk_size, SIZE, "512K",                                                \
       "Largest piece of a message written to a TCP socket at once.", 0)                            \

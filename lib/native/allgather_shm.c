@@ -118,16 +118,25 @@ cc_status_t cc__allgather_shm_flat(cc__native_t *nc, cc__op_t *op)
     return cc__shm_run(nc, op, 0, flat, cma);
 }
 
+/* The stream's phases: they are counted in prog's low CC__ARENA_PROG_BITS bits; a larger
+ * block (2^24 pieces of 32 KiB: 512 GiB) runs cma, as every rank decides alike. */
+static uint64_t stream_steps(const cc__op_t *op)
+{
+    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
+    return op->info.in_count * es / STREAM_PIECE + 1;
+}
+
 cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op)
+{
+    return cc__shm_run_cma(nc, op, flat, cma, stream_steps(op), stream);
+}
+
+static cc_status_t cma_only(cc__native_t *nc, cc__op_t *op)
 {
     return cc__shm_run(nc, op, 1, flat, cma);
 }
 
-/* The stream row: phases are counted in prog's low CC__ARENA_PROG_BITS bits; a larger block
- * (2^24 pieces of 32 KiB: 512 GiB) runs cma, as every rank decides alike. */
 cc_status_t cc__allgather_shm_stream(cc__native_t *nc, cc__op_t *op)
 {
-    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
-    return cc__shm_run_stream(nc, op, op->info.in_count * es / STREAM_PIECE + 1, stream,
-                              cc__allgather_shm_cma);
+    return cc__shm_run_stream(nc, op, stream_steps(op), stream, cma_only);
 }

@@ -115,16 +115,25 @@ cc_status_t cc__alltoall_shm_flat(cc__native_t *nc, cc__op_t *op)
     return cc__shm_run(nc, op, 0, flat, cma);
 }
 
+/* The stream's phases: 2 ranks only (other counts, and blocks past the phase counter, run
+ * cma, as every rank decides alike). */
+static uint64_t stream_steps(const cc__native_t *nc, const cc__op_t *op)
+{
+    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
+    return nc->size == 2 ? op->info.in_count * es / 2 / STREAM_PIECE + 1 : UINT64_MAX;
+}
+
 cc_status_t cc__alltoall_shm_cma(cc__native_t *nc, cc__op_t *op)
+{
+    return cc__shm_run_cma(nc, op, flat, cma, stream_steps(nc, op), stream);
+}
+
+static cc_status_t cma_only(cc__native_t *nc, cc__op_t *op)
 {
     return cc__shm_run(nc, op, 1, flat, cma);
 }
 
-/* The stream row: 2 ranks only (other counts, and blocks past the phase counter, run cma,
- * as every rank decides alike). */
 cc_status_t cc__alltoall_shm_stream(cc__native_t *nc, cc__op_t *op)
 {
-    size_t es = op->info.dtype < CC_DTYPE_COUNT ? cc_dtype_size(op->info.dtype) : 1;
-    uint64_t steps = nc->size == 2 ? op->info.in_count * es / 2 / STREAM_PIECE + 1 : UINT64_MAX;
-    return cc__shm_run_stream(nc, op, steps, stream, cc__alltoall_shm_cma);
+    return cc__shm_run_stream(nc, op, stream_steps(nc, op), stream, cma_only);
 }

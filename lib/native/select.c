@@ -146,6 +146,20 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 0, 8 * 1024 * K,
      0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0, 0},
+    /* 2 ranks: flat up to 16 KiB, cma up to 512 KiB, the stream above. 2026-12-07 17:55 UTC,
+     * as allgather below, in place, medians of 5 rounds (close) at 16K / 32K / 64K / 128K /
+     * 256K, us:
+     *   CCOMM_ALGO_BROADCAST=shm_cma ccrun -n 2 ccperf broadcast -b 16K -e 256K -f 2 -n 1000
+     *     -w 2000 -c 0
+     *   flat / stream 2.31 / 4.04 / 8.03 / 17.0 / 34.1; cma 2.71 / 4.07 / 7.2 / 12.8 / 25.0;
+     *   Open MPI 2.99 / 4.41 / 7.4 / 14.3 / 35.6
+     * and 4 rounds far (line_rtt 460-530) at 512K / 1M / 2M, -n 200 -w 20: stream 59-139
+     * (3 of 4 at 135-139) / 100-108 / 203-225; cma 69-101 / 147-197 / 292-368; Open MPI
+     * 67-73 / 132-147 / 266-291; far, 3 rounds at 8K / 16K / 32K: flat 2.89-3.39 / 4.55-5.59
+     * / 8.36-10.05, cma 2.32-2.35 / 3.16-3.17 / 4.62-5.00, Open MPI 3.15-3.38 / 3.86-4.18 /
+     * 5.38-5.98. */
+    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 2, 16 * K + 1, 0},
+    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 2, 512 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0, 0},
@@ -174,6 +188,24 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE, "shm_cma", cc__reduce_shm_cma, SHM, 0, 0, 0, 0},
     {CC_OP_REDUCE, "binomial", cc__reduce_binomial, ANY, 0, 0, 128 * K, 0},
     {CC_OP_REDUCE, "ring", cc__reduce_ring, ANY, 0, 0, 0, 0},
+    /* 2 ranks: flat up to 16 KiB, cma above it to 8 MiB. Measured 2026-12-07 17:55 UTC, a
+     * new host (line_rtt 120-130 ns close, 460-480 far), 5 rounds alternating the automatic
+     * choice (flat to 64 KiB, the stream to 512 KiB), cma and Open MPI, all close, medians,
+     * us at 32K / 64K / 128K / 256K:
+     *   CCOMM_ALGO_ALLGATHER=shm_cma ccrun -n 2 ccperf allgather -b 32K -e 512K -f 2 -n 500
+     *     -w 1000 -c 0 (and mpirun -n 2 mpi_bench allgather, the same sizes)
+     *   flat / stream 3.25 / 5.75 / 11.2 / 21.9; cma 3.53 / 5.37 / 9.4 / 18.4;
+     *   Open MPI 4.1 / 6.1 / 10.3 / 19.3
+     * and in one far round (line_rtt 463/480) at 64K / 256K: flat / stream 11.7 / 45.9, cma
+     * 6.5 / 25.2, Open MPI 7.5 / 24.3. The flat and stream bodies move every byte through
+     * the arena, from the writer's cache to the reader's; cma reads the peer's send buffer
+     * once. Far, 3 rounds at 8K / 16K / 32K (-n 1000 -w 2000, 18:03 UTC): flat 2.56-2.78 /
+     * 3.59-5.18 / 6.16-6.59, cma 2.62-2.71 / 3.16-3.30 / 4.18-4.48, Open MPI 3.95-4.07 /
+     * 4.47-4.86 / 5.55-5.97. Close at 32K flat is ahead by 8 %, far cma by 30 %; at 16K flat
+     * by 10-15 % close, cma by 10-30 % far: flat keeps 16 KiB. (4 ranks: not measured again,
+     * the rows below.) */
+    {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 2, 16 * K + 1, 0},
+    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 2, 8 * 1024 * K, 0},
     {CC_OP_ALLGATHER, "shm_flat", cc__allgather_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     /* 2026-12-03 14:05 UTC, 2 launches alternating, us out of place (compare.sh's column)
      * 128K / 512K / 2M / 8M / 32M, rank 0:
@@ -195,10 +227,8 @@ static const cc__algo_row_t rows[] = {
      *   bench/ab.sh --a <build of b38261f> --b build --coll allgather --sizes "..."
      *     --launches 11: 128K 1.00, 256K 0.93, 1M 1.01, 4M 1.09, 8M 1.01
      * So cma from 512 KiB to below 8 MiB on 2 ranks, the stream below, above and on more
-     * ranks. Against Open MPI (bench/compare.sh --colls allgather --ranks 2 --transports shm
+     * ranks (2026-12-07: cma from 32 KiB on 2 ranks, the rows above). Against Open MPI (bench/compare.sh --colls allgather --ranks 2 --transports shm
      * --launches 3) the 4 MiB cell went from 0.77 (whole table of 21:59) to 0.94. */
-    {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 2, 512 * K, 0},
-    {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 2, 8 * 1024 * K, 0},
     {CC_OP_ALLGATHER, "shm_stream", cc__allgather_shm_stream, SHM, 0, 0, 0, 0},
     {CC_OP_ALLGATHER, "shm_cma", cc__allgather_shm_cma, SHM, 0, 0, 0, 0},
     /* Bruck's log2 n rounds against the ring's n - 1, by total bytes. 2026-12-01 20:40 UTC,
@@ -243,6 +273,17 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_REDUCE_SCATTER, "recursive_doubling", cc__reduce_scatter_rd, ANY, 4, 0, 32 * K + 1, 0},
     {CC_OP_REDUCE_SCATTER, "ring", cc__reduce_scatter_ring, ANY, 0, 0, 0, 0},
     {CC_OP_REDUCE_SCATTERV, "ring", cc__reduce_scatterv_ring, ANY, 0, 0, 0, 0},
+    /* 2 ranks: flat up to 16 KiB, then cma. 2026-12-07 17:55 UTC, as allgather above, 5
+     * rounds, all close, medians, us at 16K / 32K / 64K:
+     *   CCOMM_ALGO_ALLTOALL=shm_cma ccrun -n 2 ccperf alltoall -b 16K -e 64K -f 2 -n 1000
+     *     -w 2000 -c 0
+     *   flat 2.24 / 3.52 / 6.92; cma 2.47 / 3.34 / 5.41; Open MPI 3.16 / 4.2 / 6.2
+     * (in the whole table of 17:28 the 64 KiB cell, flat, was 0.55 of Open MPI in 3 far pairs);
+     * far, 3 rounds at 8K / 16K / 32K: flat 2.51-2.84 / 3.99-4.50 / 7.14-8.03, cma 2.53-2.61 /
+     * 3.12-3.42 / 4.16-4.71, Open MPI 3.93-3.98 / 4.46-4.61 / 5.47-5.54. 4 ranks: not
+     * measured again. */
+    {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 2, 16 * K + 1, 0},
+    {CC_OP_ALLTOALL, "shm_cma", cc__alltoall_shm_cma, SHM, 0, 2, 8 * 1024 * K, 0},
     {CC_OP_ALLTOALL, "shm_flat", cc__alltoall_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     /* From 8 MiB at 2 ranks the block for the peer streams through the arena (shm_stream);
      * cma below and at other rank counts. In the close placement (the two CPUs share a

@@ -5,7 +5,9 @@
  * between every pair) and the op's size:
  *
  *   shm_flat asked, data too large for the arena's staging areas: shm_cma;
- *   shm_cma asked, no single copy between ranks: shm_flat if it fits;
+ *   shm_cma asked, no single copy between ranks: shm_flat if it fits, else
+ *     shm_stream where the collective has one (broadcast, allgather, alltoall
+ *     on 2 ranks: cc__shm_run_cma);
  *   otherwise (no arena): the transport's algorithm for the collective.
  *
  * A body that needs the arena only (shm_stream) runs through
@@ -70,6 +72,17 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
     /* Every body stages this much or nothing (cc__shm_begin: deep when it fits the lines). */
     cc__arena_op_t ao = {.seq = 0, .deep = staged <= CC__ARENA_INLINE};
     return cc__arena_end(&ao, body(nc, op, &ao));
+}
+
+cc_status_t cc__shm_run_cma(cc__native_t *nc, cc__op_t *op, cc__shm_body flat, cc__shm_body cma,
+                            uint64_t steps, cc__shm_body stream)
+{
+    if (nc->arena && !cc__arena_cma_ok(nc->arena) && staged_bytes(nc, op) > CC__ARENA_DATA &&
+        steps < (1ull << CC__ARENA_PROG_BITS) - 2) {
+        op->info.algorithm = "shm_stream";
+        return cc__shm_run_body(nc, op, stream);
+    }
+    return cc__shm_run(nc, op, 1, flat, cma);
 }
 
 cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body)

@@ -57,6 +57,12 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
                         cc__shm_body cma);
 /* The same for a body with no alternative but the transport's algorithm (no arena). */
 cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body);
+/* The cma row of a collective that also streams: where the ranks cannot read each other's
+ * memory (cc__arena_cma_ok) and the op does not fit flat's staging, the stream body stands in
+ * (named shm_stream) rather than the transport's algorithm, when its `steps` fit (as for
+ * cc__shm_run_stream); otherwise as cc__shm_run(nc, op, 1, flat, cma). */
+cc_status_t cc__shm_run_cma(cc__native_t *nc, cc__op_t *op, cc__shm_body flat, cc__shm_body cma,
+                            uint64_t steps, cc__shm_body stream);
 /* A stream body (shm_stream) counts its phases in prog's low CC__ARENA_PROG_BITS bits: an op
  * of `steps` phases or more than they hold (UINT64_MAX: it cannot stream) runs `cma` instead
  * (named shm_cma), as every rank decides alike from the count; else the body, through

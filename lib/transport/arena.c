@@ -130,6 +130,11 @@ static cc_status_t map_file(cc__arena_t *ar)
 /* Step 3: can this rank read every peer's memory? Reads the magic through each peer's mapping. */
 static int probe_cma(cc__arena_t *ar)
 {
+    if (!cc__cfg()->shm_cma_threshold) {
+        cc_log_info(CC_SUBSYS_SHM, "shm: CCOMM_SHM_CMA_THRESHOLD=0: shared-memory collectives "
+                                   "copy through the arena, not from the peers' memory");
+        return 0;
+    }
     for (int q = 0; q < ar->n; q++) {
         if (q == ar->rank) continue;
         uint64_t word = 0, addr = cc__arena_ctl(ar, q)->base;

@@ -7,6 +7,8 @@
  *    a size bound (shared memory's flat/cma switch of each collective, and
  *    the TCP rows) picks its algorithm below the bound and the next row's at
  *    and above it, as the POST hook's `algorithm` and `transport` show.
+ *  - Without single copy between the ranks (CCOMM_SHM_CMA_THRESHOLD=0), a
+ *    cma row of a collective that streams runs its stream.
  *  - CCOMM_PIPELINE_CHUNK: the ring and chain algorithms send a block of
  *    exactly one chunk in one piece and one element more in two. The
  *    pieces are counted by the test binary's --wrap=cc__net_isend
@@ -98,11 +100,17 @@ struct row {
 static const struct row rows[] = {
     {1, CC_OP_ALLREDUCE, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
     /* flat while it fits the arena */
-    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
+    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_stream", 3, 0},
+    /* 2 ranks: broadcast, allgather and alltoall read the peer's memory from 16 KiB */
+    {1, CC_OP_BROADCAST, 16 * K + 1, "shm_flat", "shm_cma", 2, 2},
+    {1, CC_OP_BROADCAST, 512 * K + 1, "shm_cma", "shm_stream", 2, 2},
     {1, CC_OP_REDUCE, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
-    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
+    {1, CC_OP_ALLGATHER, 64 * K + 1, "shm_flat", "shm_stream", 3, 0},
+    {1, CC_OP_ALLGATHER, 16 * K + 1, "shm_flat", "shm_cma", 2, 2},
+    {1, CC_OP_ALLGATHER, 8 * 1024 * K, "shm_cma", "shm_stream", 2, 2},
     {1, CC_OP_REDUCE_SCATTER, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
-    {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma", 0, 0},
+    {1, CC_OP_ALLTOALL, 64 * K + 1, "shm_flat", "shm_cma", 3, 0},
+    {1, CC_OP_ALLTOALL, 16 * K + 1, "shm_flat", "shm_cma", 2, 2},
     {1, CC_OP_ALLTOALL, 8 * 1024 * K, "shm_cma", "shm_stream", 2, 2}, /* 2 ranks: from 8 MiB */
     {1, CC_OP_ALLTOALL, 8 * 1024 * K, "shm_cma", "shm_cma", 3, 0},
     {1, CC_OP_GATHER, 16 * K, "shm_flat", "shm_cma", 0, 0},
@@ -241,6 +249,51 @@ static int check_reuse(cc_comm_t *c, int shm, char *sb, char *rb)
     return expect_algo(c, count, CC_UINT8, small, sb, rb);
 }
 
+/*
+ * Where the ranks may not read each other's memory (here: CCOMM_SHM_CMA_THRESHOLD=0 when the
+ * communicator is made), the cma rows of the collectives that stream run the stream, not the
+ * transport's algorithm (select_shm.c), and the bytes arrive. 2 ranks: 256 KiB of each.
+ */
+static int check_no_cma(cc_comm_t *parent, int r, char *sb, char *rb)
+{
+    static const cc_op_type_t types[] = {CC_OP_BROADCAST, CC_OP_ALLGATHER, CC_OP_ALLTOALL};
+    const size_t bytes = 256 * K; /* the selection size of each: more than flat stages */
+    setenv("CCOMM_SHM_CMA_THRESHOLD", "0", 1);
+    cc__config_reload();
+    cc_comm_t *c = NULL;
+    cc_status_t st = cc_comm_split(parent, 0, r, NULL, &c);
+    unsetenv("CCOMM_SHM_CMA_THRESHOLD");
+    cc__config_reload();
+    TC_REQUIRE(st == CC_OK && c, "split: %s", cc_status_name(st));
+    cc_hook_handle_t h;
+    TC_REQUIRE(cc_hook_add_post(c, on_post, NULL, 0, &h) == CC_OK, "hook");
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        size_t count = types[i] == CC_OP_BROADCAST ? bytes : bytes / 2;
+        size_t in = types[i] == CC_OP_ALLGATHER ? count : bytes;
+        for (size_t j = 0; j < in; j++) sb[j] = (char)tc_byte(r, 0, j);
+        memset(rb, 0xee, bytes);
+        g_algo = NULL;
+        st = run_op(c, types[i], count, sb, rb);
+        TC_REQUIRE(st == CC_OK, "%s without CMA: %s", cc_op_type_name(types[i]),
+                   cc_status_name(st));
+        TC_REQUIRE(g_algo && !strcmp(g_algo, "shm_stream"), "%s of %zu B without CMA: %s, want "
+                   "shm_stream", cc_op_type_name(types[i]), bytes, g_algo ? g_algo : "(none)");
+        for (size_t j = 0; j < bytes; j++) {
+            /* broadcast: root 0's bytes; allgather: block q is rank q's; alltoall: block q is
+             * block r of rank q's input */
+            int from = types[i] == CC_OP_BROADCAST ? 0 : (int)(j / count);
+            size_t at = types[i] == CC_OP_ALLTOALL ? (size_t)r * count + j % count
+                        : types[i] == CC_OP_ALLGATHER ? j % count : j;
+            TC_REQUIRE((unsigned char)rb[j] == tc_byte(from, 0, at),
+                       "%s without CMA: byte %zu is %u, want %u", cc_op_type_name(types[i]), j,
+                       (unsigned char)rb[j], tc_byte(from, 0, at));
+        }
+    }
+    cc_hook_remove(h);
+    TC_REQUIRE(cc_comm_destroy(c) == CC_OK, "destroy the split");
+    return 0;
+}
+
 static int rank_main(int rank, int size, const char *addr, void *arg)
 {
     (void)arg;
@@ -253,6 +306,7 @@ static int rank_main(int rank, int size, const char *addr, void *arg)
     int shm = strcmp(cc__cfg()->transport, "tcp") != 0;
     if (check_rows(c, shm, sb, rb) || check_reuse(c, shm, sb, rb) || check_pipeline(c, sb, rb))
         return 1;
+    if (shm && size == 2 && check_no_cma(c, rank, sb, rb)) return 1;
     free(sb);
     free(rb);
     cc_hook_remove(h);
