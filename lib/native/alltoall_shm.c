@@ -5,8 +5,9 @@
  *   copies block `rank` of every peer's staging into its receive buffer.
  * cma (large): every rank reads block `rank` of each peer's send buffer
  *   straight into block q of its receive buffer (process_vm_readv, one
- *   copy). In place the send buffer is first copied aside: a peer may still
- *   read block q of it while this rank writes the block it got from q.
+ *   copy). In place the blocks for peers are first copied aside: a peer may
+ *   still read block q of it while this rank writes the block it got from q
+ *   (the own block stays where it is).
  * stream (large, 2 ranks): the block for the peer goes through this rank's
  *   staging area in pieces, copied by user space on both sides (below).
  */
@@ -38,19 +39,22 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     const cc_op_info_t *in = &op->info;
     int n = nc->size, r = nc->rank;
     size_t total = in->in_count * cc_dtype_size(in->dtype), blk = total / (size_t)n;
-    const char *src = in->sendbuf;
+    int inplace = in->sendbuf == in->recvbuf;
     CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
-    if (total && in->sendbuf == in->recvbuf) {
+    if (total && inplace) {
+        /* Only the blocks peers read go aside, at their offsets; the own block stays put. */
         char *copy = cc__arena_scratch(ao->ar, 1, total);
         if (!copy) return CC_ERR_NO_MEMORY;
-        memcpy(copy, src, total);
-        src = copy;
+        for (int q = 0; q < n; q++)
+            if (q != r)
+                memcpy(copy + (size_t)q * blk, (const char *)in->sendbuf + (size_t)q * blk, blk);
         cc__arena_par(ao, r)->sendbuf = (uint64_t)(uintptr_t)copy;
     }
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     char *out = in->recvbuf;
-    if (blk) memcpy(out + (size_t)r * blk, src + (size_t)r * blk, blk);
+    if (blk && !inplace)
+        memcpy(out + (size_t)r * blk, (const char *)in->sendbuf + (size_t)r * blk, blk);
     for (int j = 1; j < n; j++) {
         int q = (r + j) % n;
         CC_CHECK(cc__arena_read(ao, q, out + (size_t)q * blk,
