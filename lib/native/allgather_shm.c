@@ -131,12 +131,7 @@ cc_status_t cc__allgather_shm_cma(cc__native_t *nc, cc__op_t *op)
     return cc__shm_run_cma(nc, op, flat, cma, stream_steps(op), stream);
 }
 
-static cc_status_t cma_only(cc__native_t *nc, cc__op_t *op)
-{
-    return cc__shm_run(nc, op, 1, flat, cma);
-}
-
 cc_status_t cc__allgather_shm_stream(cc__native_t *nc, cc__op_t *op)
 {
-    return cc__shm_run_stream(nc, op, stream_steps(op), stream, cma_only);
+    return cc__shm_run_stream(nc, op, stream_steps(op), stream, cc__allgather_shm_cma);
 }

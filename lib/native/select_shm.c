@@ -74,11 +74,19 @@ cc_status_t cc__shm_run(cc__native_t *nc, cc__op_t *op, int want_cma, cc__shm_bo
     return cc__arena_end(&ao, body(nc, op, &ao));
 }
 
+/* Whether a stream of `steps` phases fits prog's low CC__ARENA_PROG_BITS bits. */
+static int stream_fits(uint64_t steps)
+{
+    return steps < (1ull << CC__ARENA_PROG_BITS) - 2;
+}
+
+/* The stream stands in only when it fits: a stream row that does not fit calls the cma row,
+ * which then runs as cc__shm_run, so the two never call each other in a loop. */
 cc_status_t cc__shm_run_cma(cc__native_t *nc, cc__op_t *op, cc__shm_body flat, cc__shm_body cma,
                             uint64_t steps, cc__shm_body stream)
 {
     if (nc->arena && !cc__arena_cma_ok(nc->arena) && staged_bytes(nc, op) > CC__ARENA_DATA &&
-        steps < (1ull << CC__ARENA_PROG_BITS) - 2) {
+        stream_fits(steps)) {
         op->info.algorithm = "shm_stream";
         return cc__shm_run_body(nc, op, stream);
     }
@@ -95,7 +103,7 @@ cc_status_t cc__shm_run_body(cc__native_t *nc, cc__op_t *op, cc__shm_body body)
 cc_status_t cc__shm_run_stream(cc__native_t *nc, cc__op_t *op, uint64_t steps, cc__shm_body body,
                                cc_status_t (*cma)(cc__native_t *nc, cc__op_t *op))
 {
-    if (steps >= (1ull << CC__ARENA_PROG_BITS) - 2) {
+    if (!stream_fits(steps)) {
         op->info.algorithm = "shm_cma";
         return cma(nc, op);
     }
