@@ -5,7 +5,9 @@
  *   copies it out. The root waits for nobody (its staging area is reused
  *   only once every rank arrived at a later op).
  * cma (large): every other rank reads the root's buffer straight into its
- *   own (process_vm_readv, one copy); the root returns once all are done.
+ *   own (process_vm_readv, one copy); the root returns once all are done. On
+ *   2 ranks the root writes part of it into its reader's buffer meanwhile
+ *   (process_vm_writev), so both CPUs copy.
  * stream (large): the root copies its buffer through its staging area in
  *   pieces and every other rank copies each piece out as soon as it is
  *   there: two copies, but on two CPUs at once and through the cache, where
@@ -37,6 +39,60 @@ static cc_status_t flat(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     return CC_OK;
 }
 
+/*
+ * cma on 2 ranks from CMA_SPLIT_BYTES: in place the root has nothing to copy and would only wait
+ * for its reader, so the two share the copy. The reader reads the head of the root's buffer into
+ * its own; the root writes the tail into the reader's (process_vm_writev); then each waits for
+ * the other's done, so neither returns while the other still touches its buffer. Out of place
+ * the root copies its own buffer as well and writes an eighth. Measured 2026-12-07 20:40-20:50
+ * UTC, far placement (line_rtt 440-490 ns), 4 rounds alternating, rank 0's in-place column
+ * (compare.sh's), us, with a throwaway switch:
+ *   CCOMM_ALGO_BROADCAST=shm_cma ccrun -n 2 ccperf broadcast -b 64K -e 16M -f 4 -n 100 -w 10 -c 0
+ *   against mpirun -n 2 mpi_bench broadcast (the same sizes)
+ *   64K / 256K / 1M / 4M / 16M: cma alone 5.3-5.6 / 10.6-26.5 / 45-62 / 179-250 / 1464-2459;
+ *   shared 5.6-6.5 / 8.6-10.7 / 24-33 / 102-129 / 517-714; the table's choice then (flat to
+ *   16K, cma to 512K, the stream) 5.6-7.6 / 12-17 / 42-47 / 179-199 / 728-747; Open MPI
+ *   6.9-15 / 10.4-23 / 43-68 / 176-244 / 1465-2640.
+ *   -b 32K -e 256K -f 2 -n 1000 -w 200, 4 rounds: 32K cma 4.5-5.2, shared 4.9-5.4; 64K 5.1-5.8
+ *   and 5.1-5.9; 128K 6.6-7.9 and 6.0-6.8; 256K 11.3-12.6 and 9.0-9.6.
+ *   Out of place, 3 rounds (-b 256K -e 16M -f 4), cma alone / an eighth written: 1M 42-50 /
+ *   38-42, 4M 163-197 / 146-162, 16M 1377-2381 / 1564-1679.
+ */
+#define CMA_SPLIT_BYTES (128u * 1024u)
+
+/* Bytes the reader reads; the root writes the rest. Page-aligned, so each side's copy starts on
+ * a page of its own. Both sides compute it from the size and whether the root is in place. */
+static size_t cma_head(size_t bytes, int root_in_place)
+{
+    size_t tail = root_in_place ? bytes / 2 : bytes / 8;
+    return (bytes - tail) & ~(size_t)4095;
+}
+
+static cc_status_t cma_shared(cc__native_t *nc, const cc_op_info_t *in, cc__arena_op_t *ao,
+                              size_t bytes)
+{
+    int root = in->root, peer = 1 - nc->rank;
+    if (nc->rank == root) {
+        size_t head = cma_head(bytes, in->sendbuf == in->recvbuf);
+        CC_CHECK(cc__arena_wait_arrive(ao, peer));
+        CC_CHECK(cc__arena_write(ao, peer, cc__arena_par(ao, peer)->recvbuf + head,
+                                 (const char *)in->sendbuf + head, bytes - head));
+        if (in->sendbuf != in->recvbuf) memcpy(in->recvbuf, in->sendbuf, bytes);
+        return cc__arena_finish(ao);
+    }
+    CC_CHECK(cc__arena_wait_arrive(ao, root));
+    const struct cc__arena_par *rp = cc__arena_par(ao, root);
+    size_t head = cma_head(bytes, rp->sendbuf == rp->recvbuf);
+    cc_status_t st = cc__arena_read(ao, root, in->recvbuf, rp->sendbuf, head);
+    if (st != CC_OK) {
+        /* The root may still be writing into this rank's buffer: not before it is done (or gave
+         * up, or died) does the buffer go back to the caller. */
+        (void)cc__arena_wait_done(ao, root);
+        return st;
+    }
+    return cc__arena_finish(ao);
+}
+
 static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
 {
     const cc_op_info_t *in = &op->info;
@@ -44,6 +100,7 @@ static cc_status_t cma(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     int root = in->root;
     CC_CHECK(cc__shm_begin(nc, op, in->in_count, ao));
     cc__arena_post(ao);
+    if (nc->size == 2 && bytes >= CMA_SPLIT_BYTES) return cma_shared(nc, in, ao, bytes);
     if (nc->rank == root) {
         if (bytes && in->sendbuf != in->recvbuf) memcpy(in->recvbuf, in->sendbuf, bytes);
         for (int q = 0; q < nc->size; q++)

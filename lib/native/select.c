@@ -146,20 +146,24 @@ static const cc__algo_row_t rows[] = {
     {CC_OP_ALLREDUCE, "halving_doubling", cc__allreduce_halving_doubling, ANY, 4, 0, 8 * 1024 * K,
      0},
     {CC_OP_ALLREDUCE, "ring", cc__allreduce_ring, ANY, 0, 0, 0, 0},
-    /* 2 ranks: flat up to 16 KiB, cma up to 512 KiB, the stream above. 2026-12-07 17:55 UTC,
-     * as allgather below, in place, medians of 5 rounds (close) at 16K / 32K / 64K / 128K /
-     * 256K, us:
+    /* 2 ranks: flat up to 16 KiB, cma above. From 128 KiB the root of a 2-rank cma writes part
+     * of its buffer into its reader's while the reader reads the rest (broadcast_shm.c, with
+     * its figures); before that, the stream took over above 512 KiB. Measured 2026-12-07 20:55
+     * UTC, far (line_rtt 450-500), 3 rounds alternating, in place, us, 1M / 4M / 16M / 64M:
+     *   CCOMM_ALGO_BROADCAST=shm_cma ccrun -n 2 ccperf broadcast -b 1M -e 64M -f 4 -n 40 -w 4
+     *     -c 0, against a build of a04c651 (the stream from 512 KiB) and mpi_bench
+     *   cma 22.4-23.7 / 82-90 / 442-699 / 2677-4356; the stream 41.7-46.0 / 181-201 / 731-821
+     *   / 3441-3881; Open MPI 43-133 / 156-194 / 1005-1367 / 5047-5463.
+     * Below 512 KiB, 2026-12-07 17:55 UTC (before the shared copy), in place, medians of 5
+     * rounds (close) at 16K / 32K / 64K / 128K / 256K, us:
      *   CCOMM_ALGO_BROADCAST=shm_cma ccrun -n 2 ccperf broadcast -b 16K -e 256K -f 2 -n 1000
      *     -w 2000 -c 0
      *   flat / stream 2.31 / 4.04 / 8.03 / 17.0 / 34.1; cma 2.71 / 4.07 / 7.2 / 12.8 / 25.0;
      *   Open MPI 2.99 / 4.41 / 7.4 / 14.3 / 35.6
-     * and 4 rounds far (line_rtt 460-530) at 512K / 1M / 2M, -n 200 -w 20: stream 59-139
-     * (3 of 4 at 135-139) / 100-108 / 203-225; cma 69-101 / 147-197 / 292-368; Open MPI
-     * 67-73 / 132-147 / 266-291; far, 3 rounds at 8K / 16K / 32K: flat 2.89-3.39 / 4.55-5.59
-     * / 8.36-10.05, cma 2.32-2.35 / 3.16-3.17 / 4.62-5.00, Open MPI 3.15-3.38 / 3.86-4.18 /
-     * 5.38-5.98. */
+     * and far, 3 rounds at 8K / 16K / 32K: flat 2.89-3.39 / 4.55-5.59 / 8.36-10.05, cma
+     * 2.32-2.35 / 3.16-3.17 / 4.62-5.00, Open MPI 3.15-3.38 / 3.86-4.18 / 5.38-5.98. */
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 2, 16 * K + 1, 0},
-    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 2, 512 * K + 1, 0},
+    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 2, 0, 0},
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0, 0},

@@ -263,6 +263,9 @@ cc_status_t cc__arena_check_quit(cc__arena_op_t *ao);
 
 /* Copy len bytes at address `src` of `peer` into dst (process_vm_readv, one copy). */
 cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src, size_t len);
+/* Copy len bytes at src into address `dst` of `peer` (process_vm_writev, one copy). The peer
+ * must be in the op and must not return before this rank says it is done (cc__arena_finish). */
+cc_status_t cc__arena_write(cc__arena_op_t *ao, int peer, uint64_t dst, const void *src, size_t len);
 
 /* Work space `which` (0 or 1) of at least len bytes, owned by the arena (one op at a time),
  * or NULL (logged). Growing one leaves the other where it is. */

@@ -416,7 +416,7 @@ void cc__arena_done(cc__arena_op_t *ao)
 cc_status_t cc__arena_wait_done(cc__arena_op_t *ao, int peer)
 {
     return wait_word(ao, &cc__arena_ctl(ao->ar, peer)->done, ao->seq, peer,
-                     "to finish reading this rank's buffers");
+                     "to finish with this rank's buffers");
 }
 
 cc_status_t cc__arena_finish(cc__arena_op_t *ao)

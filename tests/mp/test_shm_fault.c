@@ -2,7 +2,8 @@
  * test_shm_fault.c - failures in the shared-memory algorithms end in
  * errors, never in hangs (each case with shm_flat and with shm_cma):
  *  - a rank SIGKILLed in the middle of a stream of allreduces: the others
- *    get CC_ERR_PEER_LOST in bounded time;
+ *    get CC_ERR_PEER_LOST in bounded time; the same for either rank of a
+ *    2-rank stream of broadcasts whose root and reader share the copy;
  *  - a rank that dies before it joins: the same;
  *  - a rank that comes late: the others' op ends at its deadline with
  *    CC_ERR_TIMEOUT, and the late rank fails too (never completes alone);
@@ -93,6 +94,35 @@ static int killed_before(int rank, int size, const char *addr, void *arg)
     TC_REQUIRE(now_s() - t0 < 20, "took %.1f s", now_s() - t0);
     free(a);
     free(b);
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+/*
+ * 2 ranks, in-place shm_cma broadcasts of 4 MiB, where the root writes half of each into its
+ * reader's buffer while the reader reads the other half (broadcast_shm.c): the rank named by
+ * arg ("0" the root, "1" the reader) is killed by its own thread 150 ms in; the other gets
+ * CC_ERR_PEER_LOST in bounded time.
+ */
+static int killed_mid_bcast(int rank, int size, const char *addr, void *arg)
+{
+    cc_comm_t *comm = tc_init(rank, size, addr);
+    TC_REQUIRE(comm, "init");
+    tc_force(comm, CC_OP_BROADCAST, "shm_cma");
+    size_t n = BIG;
+    float *a = calloc(n, sizeof(float));
+    TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
+    pthread_t t;
+    if (rank == atoi(arg)) pthread_create(&t, NULL, kill_later, (void *)(intptr_t)150000);
+    cc_status_t st = CC_OK;
+    double t0 = now_s();
+    for (long i = 0; st == CC_OK && now_s() - t0 < 60; i++)
+        st = cc_broadcast(comm, a, a, n, CC_FLOAT32, 0, NULL, NULL);
+    double dt = now_s() - t0;
+    TC_REQUIRE(st == CC_ERR_PEER_LOST, "victim %s: rank %d got %s", (const char *)arg, rank,
+               cc_status_name(st));
+    TC_REQUIRE(dt < 20, "took %.1f s", dt);
+    free(a);
     cc_comm_destroy(comm);
     return 0;
 }
@@ -214,6 +244,8 @@ static void test_kill_mid(void **s)
     (void)s;
     expect_killed(3, killed_mid, "shm_flat", 2);
     expect_killed(3, killed_mid, "shm_cma", 2);
+    expect_killed(2, killed_mid_bcast, "0", 0);
+    expect_killed(2, killed_mid_bcast, "1", 1);
 }
 
 static void test_kill_before(void **s)

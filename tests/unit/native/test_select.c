@@ -105,7 +105,7 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLGATHER, 64 * K + 4, "shm_stream");
     EXPECT(&nc, CC_OP_ALLGATHER, 4u << 20, "shm_stream"); /* 4 ranks: no cma window */
     /* 2 ranks: flat to 16 KiB, cma above it to below 8 MiB (select.c's measurements), the
-     * stream above; broadcast's cma window ends at 512 KiB. */
+     * stream above; broadcast runs cma at every size above 16 KiB. */
     cc__native_t two = engine_of(2, CC__TPM_SHM);
     EXPECT(&two, CC_OP_ALLGATHER, 16 * K, "shm_flat");
     EXPECT(&two, CC_OP_ALLGATHER, 16 * K + 4, "shm_cma");
@@ -115,7 +115,8 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&two, CC_OP_BROADCAST, 16 * K, "shm_flat");
     EXPECT(&two, CC_OP_BROADCAST, 16 * K + 4, "shm_cma");
     EXPECT(&two, CC_OP_BROADCAST, 512 * K, "shm_cma");
-    EXPECT(&two, CC_OP_BROADCAST, 512 * K + 4, "shm_stream");
+    EXPECT(&two, CC_OP_BROADCAST, 512 * K + 4, "shm_cma");
+    EXPECT(&two, CC_OP_BROADCAST, 1u << 30, "shm_cma");
     EXPECT(&two, CC_OP_REDUCE_SCATTER, 64 * K, "shm_flat"); /* no 2-rank window */
     /* Alltoall: flat to 16 KiB on 2 ranks (64 KiB on more), cma above; from 8 MiB the 2-rank
      * stream, cma on more ranks. */
