@@ -94,8 +94,9 @@ typedef struct cc__algo_row {
  *            Open MPI 713 / 2962 / 6945 / 34087 / 216540
  * (4 ranks at 128 KiB: launches 413 / 116 / 331 against 1147 / 177 / 207, within the spread.)
  *
- * Broadcast streams too above flat (shm_stream: the root's pieces through its staging area,
- * broadcast_shm.c); shm_cma stays next in the table. On this VM Open MPI's own broadcast is
+ * Broadcast streamed too above flat until 2026-12-07 (shm_stream: the root's pieces through
+ * its staging area, broadcast_shm.c); it runs cma now, and the stream is forced only (its rows
+ * below say why). On the 2026-12-03 VM Open MPI's own broadcast is
  * twice as fast without its single copy (mpirun -n 2 mpi_bench broadcast -b 1M -e 16M -f 4
  * -n 50 -w 5, with and without --mca btl_vader_single_copy_mechanism none: 1 MiB 131 / 64 us,
  * 16 MiB 4100 / 2520 us). Measured 2026-12-03 13:50 UTC, 3 launches alternating, us
@@ -163,10 +164,26 @@ static const cc__algo_row_t rows[] = {
      * and far, 3 rounds at 8K / 16K / 32K: flat 2.89-3.39 / 4.55-5.59 / 8.36-10.05, cma
      * 2.32-2.35 / 3.16-3.17 / 4.62-5.00, Open MPI 3.15-3.38 / 3.86-4.18 / 5.38-5.98. */
     {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 2, 16 * K + 1, 0},
-    {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 2, 0, 0},
-    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 0, 0, 64 * K + 1, 0},
-    {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0, 0},
+    /* 3 and more ranks: flat while it fits the arena, cma above. The stream's root and
+     * readers go through its four slots in step, and with more ranks than CPUs each step
+     * waits for a reader to get a CPU; cma's readers copy on their own. Measured 2026-12-07
+     * 21:40-21:50 UTC, close (line_rtt 91-109 ns), in place, us, the stream (then the
+     * table's choice) / cma / Open MPI, rounds alternating:
+     *   CCOMM_ALGO_BROADCAST=shm_cma ccrun -n N ccperf broadcast -b 64K -e 64M -f 4 -n 40
+     *     -w 4 -c 0 (3 and 8 ranks: -b 256K -e 16M -n 20 -w 3, 2 rounds)
+     *   4 ranks, 3 rounds, 64K: flat 17-28, cma 39-42, Open MPI 40-51; 256K 60-113 /
+     *     45-56 / 31-46; 1M 256-455 / 118-128 / 104-134; 4M 1015-1864 / 384-403 / 329-380;
+     *     16M 4191-5782 / 2632-2651 / 2584-4951; 64M 19813-21051 / 13069-13413 /
+     *     12732-18746
+     *   3 ranks, 1M 253-274 / 68-71 / 68-71; 4M 990-1007 / 224-230 / 220-259
+     *   8 ranks, 1M 659-756 / 247-259 / 247-264; 4M 2630-3338 / 1004-1057 / 1099-1100
+     * (On 2026-12-03's host the stream was ahead at 4 ranks, 1.3-1.6 times, comment above
+     * the table: the single copy there ran at a third to a half of memcpy's speed.) The
+     * stream stays for CCOMM_ALGO_BROADCAST=shm_stream and where ranks may not read each
+     * other's memory (cc__shm_run_cma). */
+    {CC_OP_BROADCAST, "shm_flat", cc__broadcast_shm_flat, SHM, 3, 0, 64 * K + 1, 0},
     {CC_OP_BROADCAST, "shm_cma", cc__broadcast_shm_cma, SHM, 0, 0, 0, 0},
+    {CC_OP_BROADCAST, "shm_stream", cc__broadcast_shm_stream, SHM, 0, 0, 0, CC__ROW_FORCED_ONLY},
     /* Over TCP a stream of small broadcasts is bound by the root's sends: the ring's root
      * sends one message per op, binomial's log2(n). Measured 2026-12-01 18:15 UTC, load
      * 11-13 on 2 CPUs, medians of 5-7 launches, us (binomial / ring):

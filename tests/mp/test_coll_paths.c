@@ -100,7 +100,7 @@ struct row {
 static const struct row rows[] = {
     {1, CC_OP_ALLREDUCE, 64 * K + 1, "shm_flat", "shm_stream", 0, 0},
     /* flat while it fits the arena */
-    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_stream", 3, 0},
+    {1, CC_OP_BROADCAST, 64 * K + 1, "shm_flat", "shm_cma", 3, 0},
     /* 2 ranks: broadcast, allgather and alltoall read the peer's memory from 16 KiB */
     {1, CC_OP_BROADCAST, 16 * K + 1, "shm_flat", "shm_cma", 2, 2},
     {1, CC_OP_BROADCAST, 16 * 1024 * K + 1, "shm_cma", "shm_cma", 2, 2}, /* no bound */

@@ -96,7 +96,8 @@ static void test_shm_rows_by_size(void **state)
     EXPECT(&nc, CC_OP_ALLREDUCE, 64 * K + 4, "shm_stream");
     EXPECT(&nc, CC_OP_ALLREDUCE, 64u << 20, "shm_stream");
     EXPECT(&nc, CC_OP_BROADCAST, 64 * K, "shm_flat"); /* 64 KiB itself stays flat */
-    EXPECT(&nc, CC_OP_BROADCAST, 64 * K + 4, "shm_stream");
+    EXPECT(&nc, CC_OP_BROADCAST, 64 * K + 4, "shm_cma"); /* the stream: forced only */
+    EXPECT(&nc, CC_OP_BROADCAST, 1u << 30, "shm_cma");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K, "shm_flat");
     EXPECT(&nc, CC_OP_ALLTOALL, 64 * K + 4, "shm_cma");
     EXPECT(&nc, CC_OP_REDUCE, 64 * K, "shm_flat");
