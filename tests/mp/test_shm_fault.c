@@ -53,24 +53,32 @@ static void *kill_later(void *arg)
     return NULL;
 }
 
-/* Rank 2 is killed by its own thread 150 ms into a stream of allreduces. */
+/*
+ * A rank is killed by its own thread 150 ms into a stream of ops. arg: the algorithm, for
+ * allreduces with rank 2 the victim; or "b<victim>:<algo>" for in-place broadcasts from rank 0.
+ * The 2-rank broadcasts with shm_cma have the root write half of each into its reader's buffer
+ * while the reader reads the other half (broadcast_shm.c): either side may die.
+ */
 static int killed_mid(int rank, int size, const char *addr, void *arg)
 {
+    const char *spec = arg, *algo = spec[0] == 'b' ? spec + 3 : spec;
+    int bcast = spec[0] == 'b', victim = bcast ? spec[1] - '0' : 2;
     cc_comm_t *comm = tc_init(rank, size, addr);
     TC_REQUIRE(comm, "init");
-    force_all(comm, arg);
-    size_t n = count_for(arg);
+    force_all(comm, algo);
+    size_t n = count_for(algo);
     float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
     pthread_t t;
-    if (rank == 2) pthread_create(&t, NULL, kill_later, (void *)(intptr_t)150000);
+    if (rank == victim) pthread_create(&t, NULL, kill_later, (void *)(intptr_t)150000);
     cc_status_t st = CC_OK;
     double t0 = now_s();
     for (long i = 0; st == CC_OK && now_s() - t0 < 60; i++)
-        st = cc_allreduce(comm, a, b, n, CC_FLOAT32, CC_SUM, NULL, NULL);
+        st = bcast ? cc_broadcast(comm, a, a, n, CC_FLOAT32, 0, NULL, NULL)
+                   : cc_allreduce(comm, a, b, n, CC_FLOAT32, CC_SUM, NULL, NULL);
     double dt = now_s() - t0;
-    TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s: rank %d got %s", (const char *)arg, rank,
-               cc_status_name(st));
+    TC_REQUIRE(st == CC_ERR_PEER_LOST, "%s %s, victim %d: rank %d got %s", algo,
+               bcast ? "broadcast" : "allreduce", victim, rank, cc_status_name(st));
     TC_REQUIRE(dt < 20, "took %.1f s", dt);
     free(a);
     free(b);
@@ -98,40 +106,11 @@ static int killed_before(int rank, int size, const char *addr, void *arg)
     return 0;
 }
 
-/*
- * 2 ranks, in-place shm_cma broadcasts of 4 MiB, where the root writes half of each into its
- * reader's buffer while the reader reads the other half (broadcast_shm.c): the rank named by
- * arg ("0" the root, "1" the reader) is killed by its own thread 150 ms in; the other gets
- * CC_ERR_PEER_LOST in bounded time.
- */
-static int killed_mid_bcast(int rank, int size, const char *addr, void *arg)
-{
-    cc_comm_t *comm = tc_init(rank, size, addr);
-    TC_REQUIRE(comm, "init");
-    tc_force(comm, CC_OP_BROADCAST, "shm_cma");
-    size_t n = BIG;
-    float *a = calloc(n, sizeof(float));
-    TC_REQUIRE(cc_barrier(comm, NULL, NULL) == CC_OK, "barrier");
-    pthread_t t;
-    if (rank == atoi(arg)) pthread_create(&t, NULL, kill_later, (void *)(intptr_t)150000);
-    cc_status_t st = CC_OK;
-    double t0 = now_s();
-    for (long i = 0; st == CC_OK && now_s() - t0 < 60; i++)
-        st = cc_broadcast(comm, a, a, n, CC_FLOAT32, 0, NULL, NULL);
-    double dt = now_s() - t0;
-    TC_REQUIRE(st == CC_ERR_PEER_LOST, "victim %s: rank %d got %s", (const char *)arg, rank,
-               cc_status_name(st));
-    TC_REQUIRE(dt < 20, "took %.1f s", dt);
-    free(a);
-    cc_comm_destroy(comm);
-    return 0;
-}
-
-static void expect_killed(int n, cc_test_rank_fn fn, const char *algo, int victim)
+static void expect_killed(int n, cc_test_rank_fn fn, const char *arg, int victim)
 {
     const char *envs[] = {TC_TIMEOUT_ENV, "CCOMM_LOG_LEVEL=NONE", NULL};
     cc_test_child_t res[8];
-    cc_test_fork_ranks(n, fn, (void *)algo, 90, envs, res);
+    cc_test_fork_ranks(n, fn, (void *)arg, 90, envs, res);
     for (int r = 0; r < n; r++) {
         if (r == victim) {
             assert_false(res[r].exited);
@@ -244,8 +223,8 @@ static void test_kill_mid(void **s)
     (void)s;
     expect_killed(3, killed_mid, "shm_flat", 2);
     expect_killed(3, killed_mid, "shm_cma", 2);
-    expect_killed(2, killed_mid_bcast, "0", 0);
-    expect_killed(2, killed_mid_bcast, "1", 1);
+    expect_killed(2, killed_mid, "b0:shm_cma", 0);
+    expect_killed(2, killed_mid, "b1:shm_cma", 1);
 }
 
 static void test_kill_before(void **s)
