@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "native/window.h"
 #include "transport/arena.h"
+#include "transport/shm.h"
 #include "transport/transport.h"
 
 /* Target t's line: bell, sleeping; then its counters by sender. */
@@ -35,34 +35,20 @@ static _Atomic uint64_t *counter(const struct cc_window *w, int target, int send
     return (_Atomic uint64_t *)((char *)w->seg + (size_t)target * w->block + 64u) + sender;
 }
 
-/* One copy between this rank's buf and the peer's region; it may return short (a fault
- * in the middle), so loop. ESRCH: the peer is gone. */
+/* One copy between this rank's buf and the peer's region. ESRCH: the peer is gone. */
 static cc_status_t cma(cc__op_t *op, int write, void *buf)
 {
     const struct cc_window *w = op->extra;
     int peer = op->info.peer;
     size_t len = op->info.bytes, done = 0;
-    uint64_t at = w->bases[peer] + op->info.out_count;
-    while (done < len) {
-        struct iovec l = {(char *)buf + done, len - done};
-        struct iovec r = {(void *)(uintptr_t)(at + done), len - done};
-        ssize_t k = write ? process_vm_writev(w->pids[peer], &l, 1, &r, 1, 0)
-                          : process_vm_readv(w->pids[peer], &l, 1, &r, 1, 0);
-        if (k > 0) {
-            done += (size_t)k;
-            continue;
-        }
-        int e = k < 0 ? errno : EFAULT;
-        if (e == EINTR) continue;
-        op->waited_peer = peer;
-        cc_log_error(CC_SUBSYS_SHM, "%s: process_vm_%s of %zu bytes at offset %llu of rank %d "
-                     "(pid %d) failed after %zu bytes: %s",
-                     cc_op_type_name(op->info.type), write ? "writev" : "readv", len,
-                     (unsigned long long)op->info.out_count, peer, w->pids[peer], done,
-                     strerror(e));
-        return e == ESRCH ? CC_ERR_PEER_LOST : CC_ERR_SYSTEM;
-    }
-    return CC_OK;
+    int e = cc__shm_cma(w->pids[peer], write, buf, w->bases[peer] + op->info.out_count, len, &done);
+    if (!e) return CC_OK;
+    op->waited_peer = peer;
+    cc_log_error(CC_SUBSYS_SHM, "%s: process_vm_%s of %zu bytes at offset %llu of rank %d "
+                 "(pid %d) failed after %zu bytes: %s",
+                 cc_op_type_name(op->info.type), write ? "writev" : "readv", len,
+                 (unsigned long long)op->info.out_count, peer, w->pids[peer], done, strerror(e));
+    return e == ESRCH ? CC_ERR_PEER_LOST : CC_ERR_SYSTEM;
 }
 
 cc_status_t cc__win_put_cma(cc__native_t *nc, cc__op_t *op)

@@ -312,50 +312,36 @@ int cc__arena_cma_ok(const cc__arena_t *ar)
 
 /* A failed read or write: the peer died or closed (PEER_LOST), or the address is bad (a bug or
  * misuse). */
-static cc_status_t cma_failed(cc__arena_op_t *ao, int peer, const char *verb, uint64_t addr,
-                              size_t len, int e)
+static cc_status_t cma_failed(cc__arena_op_t *ao, int peer, int write, uint64_t addr, size_t len,
+                              int e)
 {
     const char *cause = NULL;
     cc_status_t st = cc__shm_peer_check(ao->ar->net, peer, &cause);
     if (st == CC_OK && e == ESRCH) st = CC_ERR_PEER_LOST, cause = "died";
     if (st != CC_OK) {
         cc_log_error(CC_SUBSYS_SHM, "shm: peer rank %d (pid %d) %s while rank %d %s its data in %s",
-                     peer, ao->ar->pids[peer], cause, ao->ar->rank,
-                     verb[0] == 'r' ? "read" : "wrote", cc_op_type_name(ao->info->type));
+                     peer, ao->ar->pids[peer], cause, ao->ar->rank, write ? "wrote" : "read",
+                     cc_op_type_name(ao->info->type));
         return st;
     }
     cc_log_error(CC_SUBSYS_SHM,
                  "shm: %s: cannot %s %zu bytes at 0x%llx of rank %d (pid %d): %s (was its buffer "
                  "freed or resized during the op?)",
-                 cc_op_type_name(ao->info->type), verb, len, (unsigned long long)addr, peer,
-                 ao->ar->pids[peer], strerror(e));
+                 cc_op_type_name(ao->info->type), write ? "write" : "read", len,
+                 (unsigned long long)addr, peer, ao->ar->pids[peer], strerror(e));
     return CC_ERR_SYSTEM;
 }
 
 cc_status_t cc__arena_read(cc__arena_op_t *ao, int peer, void *dst, uint64_t src, size_t len)
 {
-    while (len) {
-        struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
-        ssize_t k = process_vm_readv(ao->ar->pids[peer], &l, 1, &r, 1, 0);
-        if (k <= 0) return cma_failed(ao, peer, "read", src, len, k < 0 ? errno : EFAULT);
-        dst = (char *)dst + k;
-        src += (uint64_t)k;
-        len -= (size_t)k;
-    }
-    return CC_OK;
+    int e = cc__shm_cma(ao->ar->pids[peer], 0, dst, src, len, NULL);
+    return e ? cma_failed(ao, peer, 0, src, len, e) : CC_OK;
 }
 
 cc_status_t cc__arena_write(cc__arena_op_t *ao, int peer, uint64_t dst, const void *src, size_t len)
 {
-    while (len) {
-        struct iovec l = {(void *)src, len}, r = {(void *)(uintptr_t)dst, len};
-        ssize_t k = process_vm_writev(ao->ar->pids[peer], &l, 1, &r, 1, 0);
-        if (k <= 0) return cma_failed(ao, peer, "write", dst, len, k < 0 ? errno : EFAULT);
-        src = (const char *)src + k;
-        dst += (uint64_t)k;
-        len -= (size_t)k;
-    }
-    return CC_OK;
+    int e = cc__shm_cma(ao->ar->pids[peer], 1, (void *)(uintptr_t)src, dst, len, NULL);
+    return e ? cma_failed(ao, peer, 1, dst, len, e) : CC_OK;
 }
 
 void *cc__arena_scratch(cc__arena_t *ar, int which, size_t len)

@@ -139,6 +139,11 @@ struct cc__shm_peer *cc__shm_peer_of(struct cc__net *net, int peer);
  * loss, recorded in the net as the transport's own (what it sent stays deliverable),
  * *cause (may be NULL) a static phrase ("died", "closed its side ..."). */
 cc_status_t cc__shm_peer_check(struct cc__net *net, int peer, const char **cause);
+/* One single copy between this process's `local` and address `remote` of process `pid`
+ * (process_vm_writev when `write`, else process_vm_readv), in as many calls as the kernel
+ * needs: each may stop short at a fault. 0, or an errno (EFAULT where a call copied nothing;
+ * ESRCH: the process is gone). *done, when not NULL, gets the bytes copied. */
+int cc__shm_cma(int pid, int write, void *local, uint64_t remote, size_t len, size_t *done);
 
 /*
  * shm_file.c: the files behind mailboxes and arenas.

@@ -246,26 +246,31 @@ cc_status_t cc__shm_isend(struct cc__net *net, struct cc__peer *p, cc__req_t *re
 
 /* ---- consumer side ------------------------------------------------------------------- */
 
-/* One process_vm_readv loop (it may return short at a page fault); 0 or an errno. */
-static int cma_read(int pid, void *dst, uint64_t addr, size_t len)
+int cc__shm_cma(int pid, int write, void *local, uint64_t remote, size_t len, size_t *done)
 {
     size_t off = 0;
+    int e = 0;
     while (off < len) {
-        struct iovec l = {(char *)dst + off, len - off};
-        struct iovec r = {(void *)(uintptr_t)(addr + off), len - off};
-        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        struct iovec l = {(char *)local + off, len - off};
+        struct iovec r = {(void *)(uintptr_t)(remote + off), len - off};
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : EFAULT;
+        if (n <= 0) {
+            e = n < 0 ? errno : EFAULT;
+            break;
+        }
         off += (size_t)n;
     }
-    return 0;
+    if (done) *done = off;
+    return e;
 }
 
 /* Try the single-copy read; 1 when the rendezvous is settled, 0 to stream instead. */
 static int accept_cma(struct cc__net *net, struct cc__shm_peer *sp, cc__req_t *req, uint64_t cookie,
                       uint64_t addr)
 {
-    int e = cma_read(sp->pid, req->buf, addr, req->len);
+    int e = cc__shm_cma(sp->pid, 0, req->buf, addr, req->len, NULL);
     if (e == 0) {
         /* A sender that closed may have reused its buffer while it was read. */
         cc__fence();
