@@ -15,8 +15,18 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL ($case): $*"; for f in "$tmp"/out.* "$tmp"/err.*; do [ -e "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
-# A port per run, so that parallel runs of this test do not meet.
-PORT=$((20000 + $$ % 20000))
+# A port pair per run (PORT, and PORT + 1 where ccomm's store goes under torchrun), so that
+# parallel runs of this test do not meet. Below the kernel's ephemeral range: a port in that range
+# can be taken at any moment by another process's outgoing connection (CI saw "cannot listen on
+# 0.0.0.0:33914: address already in use"). A pair that ss shows in use is skipped.
+eph=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+case $eph in '' | *[!0-9]*) eph=32768 ;; esac
+if [ "$eph" -gt 12000 ]; then base=10000 span=$((eph - 10002)); else base=61000 span=4000; fi
+PORT=$((base + $$ % span))
+tries=0
+while [ $tries -lt 100 ] && ss -Htan "( sport = :$PORT or sport = :$((PORT + 1)) )" 2>/dev/null | grep -q .; do
+    PORT=$((base + (PORT - base + 2) % span)) tries=$((tries + 1))
+done
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # start R N VAR=VALUE... : start rank R of N in the background with only these variables

@@ -18,9 +18,26 @@ PY = os.environ.get("CCOMM_TEST_PYTHON", "/usr/bin/python3")
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port P with P and P + 1 both free now (torch's store takes MASTER_PORT, ccomm's the port
+    after it), below the kernel's ephemeral range, where another process's outgoing connection
+    cannot take it between this check and the ranks' listen."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        eph = 32768
+    base, span = (10000, eph - 10002) if eph > 12000 else (61000, 4000)
+    start = base + os.getpid() % span
+    for i in range(0, 2 * 500, 2):
+        port = base + (start - base + i) % span
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("0.0.0.0", port))
+                b.bind(("0.0.0.0", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair below %d" % eph)
 
 
 class Rank:
