@@ -66,6 +66,10 @@ typedef struct cc__op {
     /* The door held the recorder's PRE back (door.c, cc__door_issue): the op's START writes
      * PRE and START at once, or whatever comes first writes it (cc__op_record_pre). */
     unsigned char pre_held;
+    /* The engine left this op's START to its shared-memory body: written right after the
+     * body publishes its arrival, or before it first waits, whichever comes first
+     * (native/run.c, cc__native_start_pending). */
+    unsigned char start_at_post;
     struct cc_work *work;       /* NULL for blocking ops */
     struct cc__op *next;        /* engine queues */
 } cc__op_t;

@@ -76,8 +76,7 @@ static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     int nt = bytes * (size_t)n >= CC__SHM_STREAM_OUT_BYTES;
     int own_in_place = in->sendbuf == out + (size_t)r * bytes;
     uint64_t seen[CC__ARENA_MAX_RANKS] = {0}; /* phases each peer was seen to finish */
-    /* Never deep: the pieces go through the data area whatever the op's size. */
-    CC_CHECK(cc__arena_begin(nc->arena, in, in->in_count, 0, op->deadline_ns, ao));
+    CC_CHECK(cc__shm_begin_shallow(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     for (uint64_t t = 0; t <= steps; t++) {

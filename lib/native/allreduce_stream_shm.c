@@ -168,8 +168,7 @@ static cc_status_t stream_body(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *a
     s.piece = cc__shm_stream_piece(s.n, s.es);
     s.stream_out = s.in->in_count * s.es >= CC__SHM_STREAM_OUT_BYTES;
     CC_CHECK(cc__kernel_reduce_multi_get(s.in->dtype, s.in->redop, &s.fn));
-    /* Never deep: the pieces go through the data area whatever the op's size. */
-    CC_CHECK(cc__arena_begin(nc->arena, &op->info, s.in->in_count, 0, op->deadline_ns, ao));
+    CC_CHECK(cc__shm_begin_shallow(nc, op, s.in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     uint64_t steps = 0;

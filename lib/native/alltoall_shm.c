@@ -83,7 +83,7 @@ static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     char *out = in->recvbuf;
     const char *src = in->sendbuf;
     int nt = blk * 2 >= CC__SHM_STREAM_OUT_BYTES, inplace = (const void *)src == (void *)out;
-    CC_CHECK(cc__arena_begin(nc->arena, in, in->in_count, 0, op->deadline_ns, ao));
+    CC_CHECK(cc__shm_begin_shallow(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     for (uint64_t t = 0; t <= steps; t++) {

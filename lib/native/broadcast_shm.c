@@ -161,8 +161,7 @@ static cc_status_t stream(cc__native_t *nc, cc__op_t *op, cc__arena_op_t *ao)
     size_t bytes = in->in_count * cc_dtype_size(in->dtype);
     uint64_t steps = (bytes + STREAM_PIECE - 1) / STREAM_PIECE;
     int root = in->root, n = nc->size;
-    /* Never deep: the pieces go through the data area whatever the op's size. */
-    CC_CHECK(cc__arena_begin(nc->arena, in, in->in_count, 0, op->deadline_ns, ao));
+    CC_CHECK(cc__shm_begin_shallow(nc, op, in->in_count, ao));
     cc__arena_post(ao);
     CC_CHECK(cc__arena_wait_all(ao));
     char *area = cc__arena_data(ao, root);

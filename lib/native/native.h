@@ -78,6 +78,7 @@ struct cc__native {
         size_t in_count, out_count, bytes;
         cc_op_type_t type;
         cc_dtype_t dtype;
+        unsigned tpm; /* its row's transports */
     } last;
 
     /* Work space, grown on demand, owned by the op that runs (one at a time). */
@@ -95,13 +96,19 @@ struct cc__native {
 /*
  * The choice (select.c): the algorithm the table gives op on nc, a forced
  * name (cc__native_force, then CCOMM_ALGO_<COLL>) before the rows'
- * conditions. *algo = its row's name (static). NULL with *st set, logged,
- * when none can run: a forced name that is no row (CC_ERR_INVALID_ARG), a
- * forced row whose transports exclude nc's, or no row at all
- * (CC_ERR_NOT_SUPPORTED). Runs nothing.
+ * conditions. *algo = its row's name (static), *tpm (unless NULL) the
+ * transports it runs on (CC__TPM_SHM alone: a body of shm_algo.h). NULL with
+ * *st set, logged, when none can run: a forced name that is no row
+ * (CC_ERR_INVALID_ARG), a forced row whose transports exclude nc's, or no row
+ * at all (CC_ERR_NOT_SUPPORTED). Runs nothing.
  */
 cc__algo_fn cc__native_choose(const cc__native_t *nc, const cc__op_t *op, const char **algo,
-                              cc_status_t *st);
+                              unsigned *tpm, cc_status_t *st);
+
+/* An op's START that the engine left to its shared-memory body (op->start_at_post), written
+ * now if it is still pending: the arena's on_post (select_shm.c), and whatever runs instead of
+ * a body. */
+void cc__native_start_pending(void *op);
 
 /* The running (run.c): choose, START transition, desync check, PREMUL_SUM scaling,
  * the algorithm, withdrawal of what a failed one left posted. */

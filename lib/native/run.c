@@ -38,7 +38,7 @@ cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
 {
     const char *algo;
     cc_status_t st;
-    cc__algo_fn fn = cc__native_choose(nc, sub, &algo, &st);
+    cc__algo_fn fn = cc__native_choose(nc, sub, &algo, NULL, &st);
     return fn ? run_algo(nc, sub, fn) : st;
 }
 
@@ -47,7 +47,7 @@ cc_status_t cc__native_run_sub(cc__native_t *nc, cc__op_t *sub)
  * (the common case: a training step's allreduces) skip the table's walk, its forced-name
  * checks and the config's look-ups, about half the engine's own cost of an 8-byte op.
  */
-static cc__algo_fn choose(cc__native_t *nc, cc__op_t *op, cc_status_t *st)
+static cc__algo_fn choose(cc__native_t *nc, cc__op_t *op, unsigned *tpm, cc_status_t *st)
 {
     const cc_op_info_t *in = &op->info;
     struct cc__native_choice *c = &nc->last;
@@ -55,29 +55,48 @@ static cc__algo_fn choose(cc__native_t *nc, cc__op_t *op, cc_status_t *st)
     if (c->fn && c->type == in->type && c->dtype == in->dtype && c->bytes == in->bytes &&
         c->in_count == in->in_count && c->out_count == in->out_count && c->forced == forced) {
         op->info.algorithm = c->algo;
+        *tpm = c->tpm;
         return c->fn;
     }
-    cc__algo_fn fn = cc__native_choose(nc, op, &op->info.algorithm, st);
+    cc__algo_fn fn = cc__native_choose(nc, op, &op->info.algorithm, tpm, st);
     if (fn)
         *c = (struct cc__native_choice){fn,           op->info.algorithm, forced,
                                         in->in_count, in->out_count,      in->bytes,
-                                        in->type,     in->dtype};
+                                        in->type,     in->dtype,          *tpm};
     return fn;
+}
+
+void cc__native_start_pending(void *arg)
+{
+    cc__op_t *op = arg;
+    if (!op->start_at_post) return;
+    op->start_at_post = 0;
+    cc__op_started_at(op, op->info.t_enqueue_ns);
 }
 
 cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
 {
     cc_status_t st;
-    cc__algo_fn fn = choose(nc, op, &st);
+    unsigned tpm;
+    cc__algo_fn fn = choose(nc, op, &tpm, &st);
     if (!fn) return st;
     op->info.transport =
         op->info.peer >= 0 ? cc__net_transport(nc->net, op->info.peer) : nc->transport;
     /* An op run on the caller's thread starts with nothing between the door and here but
      * this dispatch (tens of nanoseconds, no wait): its enqueue stamp is its start, one TSC
-     * read (14 ns) less an op. An op the worker runs starts when the worker gets to it. */
-    cc__op_started_at(op, op->caller_runs ? op->info.t_enqueue_ns : 0);
+     * read (14 ns) less an op. An op the worker runs starts when the worker gets to it.
+     * A shared-memory body on the caller's thread has its START written by the arena, just
+     * after it publishes its arrival (transport/arena.h, on_post): the recorder's write and
+     * the START hooks then run while the arrival travels to the peers, not before it leaves
+     * (docs/performance.md, "2026-12-08: START after the arrival"). Every wait of the arena
+     * writes a pending START first, so no rank waits with its op unrecorded. */
+    if (op->caller_runs && tpm == CC__TPM_SHM && !nc->desync_check)
+        op->start_at_post = 1;
+    else
+        cc__op_started_at(op, op->caller_runs ? op->info.t_enqueue_ns : 0);
     if (nc->desync_check && op->info.coll_seq) CC_CHECK(cc__desync_check(nc, op));
     st = run_algo(nc, op, fn);
+    cc__native_start_pending(op); /* a body that neither published nor waited (an error) */
     /* Failure path only: whom the op was waiting for, for the comm's abort message. */
     if ((st == CC_ERR_TIMEOUT || st == CC_ERR_PEER_LOST) && op->waited_peer < 0)
         op->waited_peer = cc__net_stuck_peer(nc->net);

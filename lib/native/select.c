@@ -566,9 +566,10 @@ static const cc__algo_row_t *pick(const cc__native_t *nc, const cc__op_t *op, cc
 }
 
 cc__algo_fn cc__native_choose(const cc__native_t *nc, const cc__op_t *op, const char **algo,
-                              cc_status_t *st)
+                              unsigned *tpm, cc_status_t *st)
 {
     const cc__algo_row_t *r = pick(nc, op, st);
     *algo = r ? r->name : NULL;
+    if (tpm) *tpm = r ? r->tpm : 0;
     return r ? r->fn : NULL;
 }

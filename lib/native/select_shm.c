@@ -46,6 +46,7 @@ static cc_status_t net_stand_in(cc__native_t *nc, cc__op_t *op)
         {CC_OP_GATHER, cc__gather_linear, "linear"},
         {CC_OP_SCATTER, cc__scatter_linear, "linear"},
     };
+    cc__native_start_pending(op); /* the transport's algorithm may wait at once */
     for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++) {
         if (net[i].type != op->info.type) continue;
         op->info.algorithm = net[i].name;

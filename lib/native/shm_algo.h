@@ -14,11 +14,24 @@
 
 /* Begin op `op` on the communicator's arena (cc__arena_begin with the op's info and deadline):
  * deep (may run ahead of its peers) as cc__shm_run decided in ao->deep, from the bytes any
- * rank's body stages (its flat size; every body stages that or nothing). */
+ * rank's body stages (its flat size; every body stages that or nothing). An op whose START the
+ * engine left to its body (op->start_at_post, native/run.c) has it written by the arena: after
+ * its first publication, or before its first wait, here in cc__arena_begin too. */
 static inline cc_status_t cc__shm_begin(cc__native_t *nc, cc__op_t *op, uint64_t count,
                                         cc__arena_op_t *ao)
 {
+    ao->on_post = op->start_at_post ? cc__native_start_pending : NULL;
+    ao->on_post_arg = op;
     return cc__arena_begin(nc->arena, &op->info, count, ao->deep, op->deadline_ns, ao);
+}
+
+/* The same, never deep (the stream bodies: their pieces go through the data area whatever the
+ * op's size). */
+static inline cc_status_t cc__shm_begin_shallow(cc__native_t *nc, cc__op_t *op, uint64_t count,
+                                                cc__arena_op_t *ao)
+{
+    ao->deep = 0;
+    return cc__shm_begin(nc, op, count, ao);
 }
 
 /* Share c of `count` elements cut into n nearly equal parts, on `align`-element boundaries. */

@@ -177,6 +177,13 @@ typedef struct cc__arena_op {
     int slot;                 /* seq % CC__ARENA_DEPTH: the arrival line */
     int deep;                 /* the caller's `deep` (set before begin by cc__shm_run) */
     int ahead;                /* payload lines after the first fetched with an arrival (expect) */
+    /* Set by the caller before cc__arena_begin (NULL: none). Called once, then cleared: right
+     * after this op's first publication (cc__arena_post), or before its first wait that does
+     * not end at once (cc__arena_begin's too), whichever comes first. The native engine writes
+     * the op's START there, so that the flight recorder's write overlaps the arrival's way to
+     * the peers, yet no rank ever waits with its op unrecorded. */
+    void (*on_post)(void *arg);
+    void *on_post_arg;
 } cc__arena_op_t;
 
 /*

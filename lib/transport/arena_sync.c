@@ -191,11 +191,22 @@ static inline void fetch_ahead(const char *lines, int n)
     for (int l = 0; l < n; l++) __builtin_prefetch(lines + (size_t)l * CC__ARENA_LINE, 0, 3);
 }
 
+/* The op's on_post, once (arena.h). */
+static inline void posted(cc__arena_op_t *ao)
+{
+    void (*fn)(void *) = ao->on_post;
+    if (__builtin_expect(fn != NULL, 0)) {
+        ao->on_post = NULL;
+        fn(ao->on_post_arg);
+    }
+}
+
 /* lines/nlines: payload lines asked for with each look at the word (cc__arena_expect). */
 static cc_status_t wait_slow(cc__arena_op_t *ao, _Atomic uint64_t *w, uint64_t target, int peer,
                              const char *what, const char *lines, int nlines)
 {
     cc__arena_t *ar = ao->ar;
+    posted(ao); /* no rank waits with its op unrecorded, here in cc__arena_begin too */
     uint64_t start = cc__now_ns(), now = start, next_check = start + ar->check_ns;
     uint64_t spin = spin_budget(ao, peer, now);
     for (;;) {
@@ -352,6 +363,7 @@ void cc__arena_post(cc__arena_op_t *ao)
     if (ao->ar->spin_ns) publish_cpu(ao);
     publish(ao, &mine(ao)->par[ao->slot].seq, ao->seq);
     claim_next(ao);
+    posted(ao); /* while the arrival travels to the peers */
 }
 
 /* Ranks that run different ops at the same arena number: say who runs what. */

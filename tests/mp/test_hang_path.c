@@ -9,7 +9,11 @@
  *  - a rank stopped with SIGSTOP is noticed through heartbeats long before
  *    the op's own deadline;
  *  - CCOMM_ABORT_ON_TIMEOUT ends the process after the dump;
- *  - CCOMM_DESYNC_CHECK fails every rank with CC_ERR_MISMATCH.
+ *  - CCOMM_DESYNC_CHECK fails every rank with CC_ERR_MISMATCH;
+ *  - a rank that waits in a shared-memory op has that op's entry, `started`
+ *    (the engine writes START after the arrival is published, and before
+ *    any wait: native/run.c), whether it waits for its peers' arrivals or,
+ *    a broadcast root run ahead, for a free arrival line.
  */
 #include <dirent.h>
 #include <jansson.h>
@@ -324,6 +328,98 @@ static void test_desync_tcp(void **s)
     assert_int_equal(cc_test_fork_ranks(3, desync_rank, NULL, 30, env, NULL), 0);
 }
 
+/* --- a rank waiting in a shared-memory op is on record --- */
+
+/* The newest entry of rank 0's ring under CCOMM_RECORDER_DIR (a child's environment). */
+static int newest_of_rank0(cc__fr_entry_t *out)
+{
+    const char *rings = getenv("CCOMM_RECORDER_DIR");
+    if (!rings) return -1;
+    char path[1200] = "";
+    DIR *d = opendir(rings);
+    struct dirent *job;
+    while (d && !path[0] && (job = readdir(d))) {
+        if (job->d_name[0] == '.') continue;
+        char jp[512];
+        snprintf(jp, sizeof(jp), "%.250s/%.255s", rings, job->d_name);
+        DIR *j = opendir(jp);
+        struct dirent *f;
+        while (j && (f = readdir(j)))
+            if (!strncmp(f->d_name, "rank0.", 6) && strstr(f->d_name, ".ccfr"))
+                snprintf(path, sizeof(path), "%s/%.255s", jp, f->d_name);
+        if (j) closedir(j);
+    }
+    if (d) closedir(d);
+    cc__fr_reader_t *rd = NULL;
+    cc__fr_snapshot_t *snap = NULL;
+    char err[256];
+    if (!path[0] || cc__fr_reader_open(path, &rd, err, sizeof(err)) != CC_OK) return -1;
+    int rc = -1;
+    if (cc__fr_reader_snapshot(rd, &snap, err, sizeof(err)) == CC_OK) {
+        uint64_t best = 0;
+        for (uint32_t k = 0; k < snap->nentries; k++) {
+            const cc__fr_entry_t *e = cc__fr_snap_entry(snap, k);
+            if (e->record_id > best) best = e->record_id, *out = *e, rc = 0;
+        }
+        cc__fr_snapshot_free(snap);
+    }
+    cc__fr_reader_close(rd);
+    return rc;
+}
+
+/* arg "allreduce": rank 0 waits for rank 1's arrival (after publishing its own). "stream": the
+ * same with 1 MiB that the job's CCOMM_ALGO_ALLREDUCE=shm_stream streams. "broadcast": rank 0,
+ * the root of 8-byte broadcasts that need no reader's answer, runs ahead until its arena has no
+ * free arrival line, and waits in cc__arena_begin, before it publishes. Rank 1 looks at rank
+ * 0's ring meanwhile, then joins. */
+static int waiting_rank(int rank, int size, const char *addr, void *arg)
+{
+    int bcast = !strcmp((const char *)arg, "broadcast");
+    size_t count = strcmp((const char *)arg, "stream") ? 1 : 128 * 1024;
+    cc_comm_t *comm = NULL;
+    CC_TEST_REQUIRE(cc_comm_init(&comm, rank, size, addr, NULL) == CC_OK, "init");
+    double *x = calloc(count, sizeof(double));
+    CC_TEST_REQUIRE(x != NULL, "memory");
+    int nops = bcast ? 3 * 64 : 1; /* the arena's arrival lines: CC__ARENA_DEPTH (64) */
+    cc_op_type_t type = bcast ? CC_OP_BROADCAST : CC_OP_ALLREDUCE;
+    for (int i = 0; i < 2; i++)
+        CC_TEST_REQUIRE(cc_allreduce(comm, x, x, count, CC_FLOAT64, CC_SUM, NULL, NULL) == CC_OK,
+                        "warm");
+    if (rank == 1) {
+        usleep(1500 * 1000); /* rank 0 waits now */
+        cc__fr_entry_t e;
+        CC_TEST_REQUIRE(newest_of_rank0(&e) == 0, "rank 0's ring");
+        CC_TEST_REQUIRE(e.type == type && e.state == CC__FR_STARTED && e.t_end_ns == 0,
+                        "rank 0's newest entry: type %d state %u, want %d started", e.type,
+                        e.state, type);
+        CC_TEST_REQUIRE(e.coll_seq > 2 && e.coll_seq <= 2 + (uint64_t)nops, "coll_seq %llu",
+                        (unsigned long long)e.coll_seq);
+        CC_TEST_REQUIRE(count == 1 || !strcmp(e.algorithm, "shm_stream"), "algorithm %.32s",
+                        e.algorithm);
+    }
+    for (int i = 0; i < nops; i++) {
+        cc_status_t st = bcast ? cc_broadcast(comm, x, x, 1, CC_FLOAT64, 0, NULL, NULL)
+                               : cc_allreduce(comm, x, x, count, CC_FLOAT64, CC_SUM, NULL, NULL);
+        CC_TEST_REQUIRE(st == CC_OK, "op %d: %s", i, cc_status_name(st));
+    }
+    free(x);
+    cc_comm_destroy(comm);
+    return 0;
+}
+
+static void test_waiting_rank_recorded(void **s)
+{
+    (void)s;
+    static const char *const what[] = {"allreduce", "stream", "broadcast"};
+    for (int i = 0; i < 3; i++) {
+        fresh_dirs();
+        const char *env[] = {env_rings, "CCOMM_TRANSPORT=auto", "CCOMM_TIMEOUT=30",
+                             "CCOMM_LOG_LEVEL=ERROR", "CCOMM_ALGO_ALLREDUCE=auto", NULL};
+        if (i == 1) env[4] = "CCOMM_ALGO_ALLREDUCE=shm_stream";
+        assert_int_equal(cc_test_fork_ranks(2, waiting_rank, (void *)what[i], 60, env, NULL), 0);
+    }
+}
+
 static int remove_dirs(void **s)
 {
     (void)s;
@@ -341,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_abort_on_timeout),
         cmocka_unit_test(test_desync),
         cmocka_unit_test(test_desync_tcp),
+        cmocka_unit_test(test_waiting_rank_recorded),
     };
     return cmocka_run_group_tests(tests, NULL, remove_dirs);
 }

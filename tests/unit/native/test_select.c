@@ -63,7 +63,7 @@ static const char *chosen(const cc__native_t *nc, cc_op_type_t type, size_t byte
     cc__op_t op = op_of(type, bytes / sizeof(float));
     const char *algo = "unset";
     cc_status_t s = CC_ERR_INTERNAL;
-    cc__algo_fn fn = cc__native_choose(nc, &op, &algo, &s);
+    cc__algo_fn fn = cc__native_choose(nc, &op, &algo, NULL, &s);
     if (st) *st = s;
     if (!fn) {
         assert_null(algo);
@@ -222,18 +222,18 @@ static void test_size_is_the_whole_buffer(void **state)
     cc_status_t st;
     op.info.in_count = 4 * K; /* 16 KiB per rank, 64 KiB gathered: past binomial's window */
     op.info.bytes = 4 * K * sizeof(float);
-    assert_non_null(cc__native_choose(&nc, &op, &algo, &st));
+    assert_non_null(cc__native_choose(&nc, &op, &algo, NULL, &st));
     assert_string_equal(algo, "linear");
     op.info.in_count = 4 * K - 1;
-    assert_non_null(cc__native_choose(&nc, &op, &algo, &st));
+    assert_non_null(cc__native_choose(&nc, &op, &algo, NULL, &st));
     assert_string_equal(algo, "binomial");
     op = op_of(CC_OP_SCATTER, 0);
     op.info.out_count = 4 * K;
-    assert_non_null(cc__native_choose(&nc, &op, &algo, &st));
+    assert_non_null(cc__native_choose(&nc, &op, &algo, NULL, &st));
     assert_string_equal(algo, "linear");
     /* The v forms differ by rank: no size row may be taken for them, whatever the size. */
     op = op_of(CC_OP_GATHERV, 1);
-    assert_non_null(cc__native_choose(&nc, &op, &algo, &st));
+    assert_non_null(cc__native_choose(&nc, &op, &algo, NULL, &st));
     assert_string_equal(algo, "linear");
 }
 

@@ -82,7 +82,7 @@ static int rank_roundtrip(int rank, int n, void *arg)
         for (int i = 0; i < 64; i++)
             lent[i] = (uint64_t)rank << 32 | s << 16 | (uint64_t)i;
         cc_op_info_t in = op_info(s, lent, got);
-        cc__arena_op_t ao;
+        cc__arena_op_t ao = {.on_post = NULL};
         MP_CHECK_ST(cc__arena_begin(ar, &in, 64, 0, cc__now_ns() + 30 * SEC, &ao), CC_OK);
         uint64_t *mine = cc__arena_stage(&ao, rank, 4096);
         mine[0] = (uint64_t)rank * 100 + s;
@@ -138,7 +138,7 @@ static int rank_deep(int rank, int n, void *arg)
     }
     for (uint64_t s = 1; s <= 3 * DEPTH; s++) {
         cc_op_info_t in = op_info(s, NULL, NULL);
-        cc__arena_op_t ao;
+        cc__arena_op_t ao = {.on_post = NULL};
         MP_CHECK_ST(cc__arena_begin(ar, &in, CC__ARENA_INLINE, 1, cc__now_ns() + 30 * SEC, &ao),
                     CC_OK);
         unsigned char *line = cc__arena_stage(&ao, 0, CC__ARENA_INLINE);
@@ -179,7 +179,7 @@ static int rank_sleepers(int rank, int n, void *arg)
     MP_CHECK(ar);
     for (uint64_t s = 1; s <= 20; s++) {
         cc_op_info_t in = op_info(s, NULL, NULL);
-        cc__arena_op_t ao;
+        cc__arena_op_t ao = {.on_post = NULL};
         if (rank == 0) usleep(5000);
         MP_CHECK_ST(cc__arena_begin(ar, &in, 8, 1, cc__now_ns() + 30 * SEC, &ao), CC_OK);
         uint64_t *line = cc__arena_stage(&ao, 0, 8);
@@ -215,7 +215,7 @@ static int rank_mismatch(int rank, int n, void *arg)
     cc__arena_t *ar = open_arena(rank, n, 0x1235, NULL);
     MP_CHECK(ar);
     cc_op_info_t in = op_info(1, NULL, NULL);
-    cc__arena_op_t ao;
+    cc__arena_op_t ao = {.on_post = NULL};
     MP_CHECK_ST(cc__arena_begin(ar, &in, rank == 1 ? 8 : 4, 1, cc__now_ns() + 30 * SEC, &ao),
                 CC_OK);
     cc__arena_post(&ao);
@@ -254,7 +254,7 @@ static int rank_abort_deadline(int rank, int n, void *arg)
     MP_CHECK(ar);
     if (rank == 0) {
         cc_op_info_t in = op_info(1, NULL, NULL);
-        cc__arena_op_t ao;
+        cc__arena_op_t ao = {.on_post = NULL};
         uint64_t t0 = cc__now_ns();
         MP_CHECK_ST(cc__arena_begin(ar, &in, 0, 1, t0 + 2 * SEC, &ao), CC_OK);
         cc__arena_post(&ao);
@@ -288,7 +288,7 @@ static int rank_killed(int rank, int n, void *arg)
     MP_CHECK_ST(mp_barrier(rank), CC_OK);
     if (rank == 2) raise(SIGKILL);
     cc_op_info_t in = op_info(1, NULL, NULL);
-    cc__arena_op_t ao;
+    cc__arena_op_t ao = {.on_post = NULL};
     uint64_t t0 = cc__now_ns();
     MP_CHECK_ST(cc__arena_begin(ar, &in, 0, 1, t0 + 60 * SEC, &ao), CC_OK);
     cc__arena_post(&ao);
