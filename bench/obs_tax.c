@@ -7,6 +7,9 @@
  *
  *   build/bin/ccrun -n 2 build/bin/obs_tax [ROUNDS [OPS [WARMUP]]]
  *
+ * OBS_TAX_COLL=broadcast times an 8-byte broadcast from rank 0 instead (in place, whose root
+ * never waits: its tax is not hidden behind a wait for the peers); allreduce is the default.
+ *
  * Prints on rank 0 one line
  *   obs_tax ns_per_op MEDIAN min MIN cpu CPU wall WALL rounds R ops N
  * MEDIAN and MIN: the median and the least over ROUNDS rounds of OPS calls of
@@ -65,38 +68,53 @@ static long arg(int argc, char **argv, int i, long dflt, long lo, long hi)
     return v;
 }
 
+/* One timed op: the 8-byte allreduce, or with bcast the 8-byte broadcast from rank 0. */
+static cc_status_t one_op(cc_comm_t *c, float *s, float *r, int bcast)
+{
+    if (bcast) return cc_broadcast(c, r, r, 2, CC_FLOAT32, 0, NULL, NULL);
+    return cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = (int)arg(argc, argv, 1, 21, 1, 10000);
     int ops = (int)arg(argc, argv, 2, 2000, 1, 100000000);
     long warm = arg(argc, argv, 3, 10000, 0, 100000000);
+    const char *coll = getenv("OBS_TAX_COLL");
+    if (coll && strcmp(coll, "allreduce") && strcmp(coll, "broadcast")) {
+        fprintf(stderr, "obs_tax: OBS_TAX_COLL=\"%s\": allreduce or broadcast\n", coll);
+        return 2;
+    }
+    int bcast = coll && !strcmp(coll, "broadcast");
     cc_comm_t *c;
     cc_status_t st = cc_comm_init_from_env(&c, NULL);
     if (st != CC_OK) {
         fprintf(stderr, "obs_tax: cc_comm_init_from_env failed: %s\n", cc_status_str(st));
         return 1;
     }
-    float s[2] = {1, 2}, r[2];
+    float s[2] = {1, 2}, r[2] = {0, 0};
     double *t = malloc(sizeof(double) * (size_t)rounds);
     if (!t) return 1;
     struct timespec settle = {0, 30 * 1000000L};
     nanosleep(&settle, NULL);
     cc_barrier(c, NULL, NULL);
+    if (bcast && cc_comm_rank(c) == 0) r[0] = s[0], r[1] = s[1];
     for (long i = 0; i < warm; i++)
-        if (cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL) != CC_OK) return 1;
+        if (one_op(c, s, r, bcast) != CC_OK) return 1;
     double c0 = cpu_ns(), w0 = now_ns();
     for (int k = 0; k < rounds; k++) {
         cc_barrier(c, NULL, NULL);
         double t0 = now_ns();
         for (int i = 0; i < ops; i++)
-            if (cc_allreduce(c, s, r, 2, CC_FLOAT32, CC_SUM, NULL, NULL) != CC_OK) return 1;
+            if (one_op(c, s, r, bcast) != CC_OK) return 1;
         t[k] = (now_ns() - t0) / ops;
         cc_allreduce(c, &t[k], &t[k], 1, CC_FLOAT64, CC_MAX, NULL, NULL);
     }
     /* Per op over all rounds, this rank's; the barriers and time exchanges are in it. */
     double n_ops = (double)rounds * ops;
     double cpu = (cpu_ns() - c0) / n_ops, wall = (now_ns() - w0) / n_ops;
-    int bad = r[0] != (float)cc_comm_size(c) || r[1] != 2.0f * (float)cc_comm_size(c);
+    float scale = bcast ? 1.0f : (float)cc_comm_size(c);
+    int bad = r[0] != scale || r[1] != 2.0f * scale;
     if (cc_comm_rank(c) == 0) {
         qsort(t, (size_t)rounds, sizeof(double), cmp_double);
         printf("obs_tax ns_per_op %.1f min %.1f cpu %.1f wall %.1f rounds %d ops %d%s\n",
