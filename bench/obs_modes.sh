@@ -13,8 +13,9 @@
 # A MODE is NAME:BUILD:SETTINGS; SETTINGS are VAR=value words for that
 # mode's runs, and the word CLOG attaches clog (CCOMM_CLOG to a file of this
 # run, all events). The recorder and its 4096 entries are on unless the
-# settings turn them off. Options before the modes: --launches N (9),
-# --ranks N (2), --close-only (below), --rounds N (21), --ops N (5000 per round, after 10000 warm-up
+# settings turn them off. OBS_TAX_COLL=broadcast in a mode's settings times
+# the 8-byte broadcast from rank 0 instead (bench/obs_tax.c).
+# Options before the modes: --launches N (9), --ranks N (2), --close-only (below), --rounds N (21), --ops N (5000 per round, after 10000 warm-up
 # calls; obs_tax waits 30 ms after init first, so that every round is timed
 # with the TSC stamps of a running job, not the clock_gettime ones of the first
 # 20 ms, lib/base/clock.c).
