@@ -88,7 +88,7 @@ cc_status_t cc__native_run(cc__native_t *nc, cc__op_t *op)
      * A shared-memory body on the caller's thread has its START written by the arena, just
      * after it publishes its arrival (transport/arena.h, on_post): the recorder's write and
      * the START hooks then run while the arrival travels to the peers, not before it leaves
-     * (docs/performance.md, "2026-12-08: START after the arrival"). Every wait of the arena
+     * (docs/performance.md, "START after the arrival"). Every wait of the arena
      * writes a pending START first, so no rank waits with its op unrecorded. */
     if (op->caller_runs && tpm == CC__TPM_SHM && !nc->desync_check)
         op->start_at_post = 1;
