@@ -20,6 +20,7 @@
 #include "base/config.h"
 #include "core/door.h"
 #include "base/log.h"
+#include "base/solo.h"
 #include "core/plugin.h"
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -272,6 +273,7 @@ cc_status_t cc__comm_create_ex(cc__world_t *world, uint64_t id, uint64_t parent_
                                const cc_comm_config_t *config, const cc_engine_v1_t *engine,
                                void *engine_arg, cc_comm_t **out)
 {
+    cc__solo_init(); /* before this comm's first op (base/solo.h) */
     cc_comm_t *c = calloc(1, sizeof(*c));
     if (!c) {
         free(world_ranks);

@@ -14,8 +14,9 @@
  * Lifecycle events (init, split, destroy, abort) pass the same chains with
  * an action in place of the engine. Nothing here locks, allocates, makes a
  * system call or formats on the path of a healthy op: ids are atomic
- * counters, times come from the vDSO clock, and a blocking op lives on the
- * caller's stack.
+ * counters (bumped with plain stores while one thread writes, base/solo.h),
+ * times come from the vDSO clock, and a blocking op lives on the caller's
+ * stack.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 #include "core/comm.h"
 #include "core/door.h"
 #include "base/log.h"
+#include "base/solo.h"
 #include "core/work.h"
 #include "recorder/recorder.h"
 
@@ -56,11 +58,25 @@ void cc__op_prepare(cc__op_t *op, cc_comm_t *comm, cc_op_type_t type)
     op->premul_scalar = 1.0;
 }
 
+/* The process's next op id: a plain load and store while this thread is the only one that
+ * writes (base/solo.h), else a locked add. */
+static inline uint64_t next_op_id(void)
+{
+    uint64_t inside;
+    if (cc__solo_enter(CC__SOLO_TAG_COUNTER, &inside)) {
+        uint64_t id = atomic_load_explicit(&g_op_id, memory_order_relaxed) + 1;
+        atomic_store_explicit(&g_op_id, id, memory_order_relaxed);
+        cc__solo_leave();
+        return id;
+    }
+    return atomic_fetch_add_explicit(&g_op_id, 1, memory_order_relaxed) + 1;
+}
+
 /* Number the op: op_id always; coll_seq or p2p_seq by class. */
 static void assign_identity(cc__op_t *op)
 {
     cc_comm_t *comm = op->comm;
-    op->info.op_id = atomic_fetch_add_explicit(&g_op_id, 1, memory_order_relaxed) + 1;
+    op->info.op_id = next_op_id();
     switch (op->info.type) {
 #define CC__OPCLASS_CASE(name, s, cls)                                                             \
     case CC_OP_##name:                                                                             \
@@ -170,7 +186,14 @@ void cc__op_finished_at(cc__op_t *op, cc_status_t status, uint64_t t_ns)
     /* Release, not seq_cst (an xchg on x86, 20 cycles an op): the state's only reader is
      * cc__op_started_at's CAS, which needs to see DONE, not what came before it. */
     atomic_store_explicit(&op->state, CC__OP_DONE, memory_order_release);
-    atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
+    /* An op run on the caller's thread ends where its comm's next op will be issued, with no
+     * op of the comm on the engine's worker (native_submit): no locked add, as for ops_issued. */
+    if (op->caller_runs)
+        atomic_store_explicit(&comm->ops_done,
+                              atomic_load_explicit(&comm->ops_done, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&comm->ops_done, 1, memory_order_relaxed);
     atomic_store_explicit(&comm->last_progress_ns, op->info.t_end_ns, memory_order_relaxed);
     cc__op_record_pre(op); /* an op that ended before it started */
     if (op->caller_runs) /* no other thread moves this comm's counts (native_submit) */

@@ -8,6 +8,11 @@
  * (a late START racing a reuse, ABORT marking racing POST) without a lock
  * that could sleep: the holder keeps it for a few dozen stores, others spin a
  * bounded number of times and then give up (counted, never blocked).
+ *
+ * While the process has one writing thread (base/solo.h), that thread bumps
+ * the id and moves the seqlock with plain loads and stores instead: readers
+ * see the same odd-then-even sequence, and no other writer exists until a
+ * second thread has switched the process to the locked path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +26,7 @@
 #include "ccomm/version.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
+#include "base/solo.h"
 #include "base/log.h"
 #include "recorder/ring.h"
 
@@ -98,6 +104,38 @@ static inline uint64_t slot_lock(cc__fr_entry_t *e, int spins)
 static inline void slot_unlock(cc__fr_entry_t *e, uint64_t s, int changed)
 {
     __atomic_store_n(&e->seq, changed ? s + 2 : s, __ATOMIC_RELEASE);
+}
+
+/*
+ * Take the seqlock of e, the slot at idx: with a plain store while this
+ * thread is the process's only writer (*solo 1: give it back with
+ * slot_give, which ends the section), else with slot_lock. 1 (odd) when it
+ * is held, or is the slot of the owner's section that this call (a signal
+ * handler) interrupted.
+ */
+static inline uint64_t slot_take(cc__fr_entry_t *e, uint64_t idx, int spins, int *solo)
+{
+    uint64_t inside;
+    *solo = 0;
+    if (cc__solo_enter(idx + 1, &inside)) {
+        uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+        if (__builtin_expect(!(s & 1), 1)) {
+            /* The words stored after this one are release stores: none passes it. */
+            __atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+            *solo = 1;
+            return s;
+        }
+        cc__solo_leave(); /* odd with no other writer: never seen; keep the bounded spin */
+    } else if (inside == idx + 1) {
+        return 1;
+    }
+    return slot_lock(e, spins);
+}
+
+static inline void slot_give(cc__fr_entry_t *e, uint64_t s, int changed, int solo)
+{
+    slot_unlock(e, s, changed);
+    if (solo) cc__solo_leave();
 }
 
 /* Health counters of the header: relaxed, only their totals matter. */
@@ -286,12 +324,39 @@ static inline void pre_name(cc__fr_entry_t *e, struct cc__fr_slot_names *nm, int
  * makes; relaxed, because the slot's seqlock, not the counter, orders the
  * entry's words.
  */
-static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *idx, uint64_t *seq)
+static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *idx, uint64_t *seq,
+                                    int *solo)
 {
+    /* The one writer: the next id is the counter's value + 1, and its slot cannot be held.
+     * Loaded before the section opens, which is sound: while a section can open, no
+     * other thread has bumped the counter since this thread last did. */
+    uint64_t id = __atomic_load_n(&r->hdr->next_record_id, __ATOMIC_RELAXED) + 1;
+    uint64_t i = slot_index(r, id);
+    cc__fr_entry_t *slot = slot_at(r, i);
+    uint64_t inside;
+    *solo = 0;
+    if (cc__solo_enter(i + 1, &inside)) {
+        uint64_t s = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+        if (__builtin_expect(!(s & 1), 1)) {
+            __atomic_store_n(&r->hdr->next_record_id, id, __ATOMIC_RELAXED);
+            __atomic_store_n(&slot->seq, s + 1, __ATOMIC_RELAXED);
+            *rid = id;
+            *idx = i;
+            *seq = s;
+            *solo = 1;
+            return slot;
+        }
+        cc__solo_leave();
+    } else if (inside) {
+        /* A signal handler over the owner's section, which may be between its load and
+         * store of the counter: an id taken now could be taken twice. */
+        count(&r->hdr->skipped);
+        return NULL;
+    }
     for (int t = 0; t < CLAIM_TRIES; t++) {
-        uint64_t id = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
-        uint64_t i = slot_index(r, id);
-        cc__fr_entry_t *slot = slot_at(r, i);
+        id = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
+        i = slot_index(r, id);
+        slot = slot_at(r, i);
         uint64_t s = slot_lock(slot, SPINS_CLAIM);
         if (!(s & 1)) {
             *rid = id;
@@ -317,7 +382,8 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
 {
     if (e->nframes > r->stack_depth) e->nframes = (uint8_t)r->stack_depth;
     uint64_t rid, idx, s;
-    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
+    int solo;
+    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s, &solo);
     if (!slot) return 0;
     e->record_id = rid;
     /* Everything after seq, in one pass of word stores: every word is
@@ -328,7 +394,7 @@ uint64_t cc__fr_ring_pre(cc__fr_ring_t *r, cc__fr_entry_t *e, const uint64_t *fr
     nm->p[0] = nm->p[1] = nm->p[2] = UNKNOWN_NAME;
     nm->cut = 0;
     store_frames(slot, frames, e->nframes);
-    slot_unlock(slot, s, 1);
+    slot_give(slot, s, 1, solo);
     return rid;
 }
 
@@ -341,7 +407,8 @@ ring_pre(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot, uint32_t tid
 {
     unsigned nf = nframes < r->stack_depth ? nframes : r->stack_depth;
     uint64_t rid, idx, s;
-    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s);
+    int solo;
+    cc__fr_entry_t *slot = claim(r, &rid, &idx, &s, &solo);
     if (!slot) return 0;
     /* Packed once the slot is held, so that each word goes from registers to the slot (packed
      * before the claim, the 20 words lived across it and went through the stack). With the one
@@ -371,7 +438,7 @@ ring_pre(cc__fr_ring_t *r, const cc_op_info_t *info, int comm_slot, uint32_t tid
     /* Reads ""; the GPU path writes the field whole. */
     __atomic_store_n(slot->gpu_kernel, (char)0, __ATOMIC_RELEASE);
     store_frames(slot, frames, nf);
-    slot_unlock(slot, s, 1);
+    slot_give(slot, s, 1, solo);
     return rid;
 }
 
@@ -407,11 +474,12 @@ static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, u
 {
     uint64_t idx = slot_index(r, rid);
     cc__fr_entry_t *e = slot_at(r, idx);
-    uint64_t s = slot_lock(e, SPINS_WRITE);
+    int solo;
+    uint64_t s = slot_take(e, idx, SPINS_WRITE, &solo);
     if (s & 1) goto dropped;
     if (ld(&e->record_id) != rid) {
         /* The slot was reused after wrap-around: this update is stale. */
-        slot_unlock(e, s, 0);
+        slot_give(e, s, 0, solo);
         goto dropped;
     }
     /* state and status share a word: read, change, write back (we hold it). */
@@ -421,7 +489,7 @@ static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, u
     int is_end = u->state >= CC__FR_COMPLETED;
     if (!is_end && sw.state != CC__FR_SCHEDULED) {
         int comm_slot = e->comm_slot;
-        slot_unlock(e, s, 0); /* START after the end: keep the end */
+        slot_give(e, s, 0, solo); /* START after the end: keep the end */
         return comm_slot;
     }
     sw.state = u->state;
@@ -457,7 +525,7 @@ static inline __attribute__((always_inline)) int ring_update(cc__fr_ring_t *r, u
     }
     /* Read under the lock: the caller moves this comm's pg_status. */
     int comm_slot = e->comm_slot;
-    slot_unlock(e, s, 1);
+    slot_give(e, s, 1, solo);
     return comm_slot;
 dropped:
     count(&r->hdr->dropped);
@@ -496,17 +564,19 @@ int cc__fr_ring_end(cc__fr_ring_t *r, uint64_t rid, int32_t status, uint64_t t_s
 int cc__fr_ring_gpu(cc__fr_ring_t *r, uint64_t rid, uint64_t t_start_ns, uint64_t t_end_ns,
                     const char *detail)
 {
-    cc__fr_entry_t *e = slot_at(r, slot_index(r, rid));
-    uint64_t s = slot_lock(e, SPINS_WRITE);
+    uint64_t idx = slot_index(r, rid);
+    cc__fr_entry_t *e = slot_at(r, idx);
+    int solo;
+    uint64_t s = slot_take(e, idx, SPINS_WRITE, &solo);
     if (s & 1) goto dropped;
     if (ld(&e->record_id) != rid) { /* reused after wrap-around: the times are stale */
-        slot_unlock(e, s, 0);
+        slot_give(e, s, 0, solo);
         goto dropped;
     }
     if (t_start_ns) st(&e->gpu_start_ns, t_start_ns);
     if (t_end_ns) st(&e->gpu_end_ns, t_end_ns);
     if (detail) store_str_field(e->gpu_kernel, sizeof(e->gpu_kernel), detail);
-    slot_unlock(e, s, 1);
+    slot_give(e, s, 1, solo);
     return 0;
 dropped:
     count(&r->hdr->dropped);
@@ -524,7 +594,8 @@ unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id)
         uint64_t w = ld(&e->state);
         memcpy(&sw, &w, 8);
         if (sw.state != CC__FR_SCHEDULED && sw.state != CC__FR_STARTED) continue;
-        uint64_t s = slot_lock(e, SPINS_ABORT);
+        int solo;
+        uint64_t s = slot_take(e, i, SPINS_ABORT, &solo);
         if (s & 1) continue; /* held, maybe by the thread this signal interrupted */
         /* Look again under the lock: the op may have ended or the slot been
          * reused between the unlocked look and the CAS. */
@@ -541,7 +612,7 @@ unsigned cc__fr_ring_mark_abort(cc__fr_ring_t *r, uint64_t comm_id)
             st(&e->flags, w);
             marked++;
         }
-        slot_unlock(e, s, hit);
+        slot_give(e, s, hit, solo);
     }
     return marked;
 }
@@ -697,6 +768,7 @@ static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
 
 cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, cc__fr_ring_t **out)
 {
+    cc__solo_init(); /* before the ring's first entry (base/solo.h) */
     if (!path || strlen(path) >= PATH_MAX || !p || !out || p->capacity < 1 ||
         p->capacity > CC__FR_MAX_CAPACITY || p->stack_depth > CC__FR_MAX_FRAMES) {
         cc_log_error(CC_SUBSYS_RECORDER,
