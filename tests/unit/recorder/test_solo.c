@@ -223,6 +223,76 @@ static void case_off(void)
     cc__recorder_close();
 }
 
+/* Through the door: ops of five comms, the world's on the main thread alone, then four split
+ * comms each on a thread of its own. Every op gets an op id of its own, and the ring holds
+ * every op whole. */
+#define DOOR_THREADS 4
+#ifdef __SANITIZE_THREAD__
+#define DOOR_OPS 300
+#else
+#define DOOR_OPS 3000
+#endif
+
+static void *door_ops(void *arg)
+{
+    cc_comm_t *c = arg;
+    for (int i = 0; i < DOOR_OPS; i++) {
+        int32_t x = i, y = -1;
+        CHECK(cc_allreduce(c, &x, &y, 1, CC_INT32, CC_SUM, NULL, NULL) == CC_OK && y == i,
+              "allreduce %d", i);
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void case_door(void)
+{
+    setenv("CCOMM_RECORDER_ENTRIES", "65536", 1);
+    setenv("CCOMM_STORE_LINGER", "0", 1); /* a solo job: no one to wait for */
+    cc__config_reload();
+    cc_comm_t *world = NULL, *sub[DOOR_THREADS] = {0};
+    CHECK(cc_comm_init(&world, 0, 1, "127.0.0.1:0", NULL) == CC_OK, "init");
+    for (int t = 0; t < DOOR_THREADS; t++)
+        CHECK(cc_comm_split(world, 0, 0, NULL, &sub[t]) == CC_OK && sub[t], "split %d", t);
+    door_ops(world);
+    CHECK(cc__solo_active(), "one thread issued every op, but the process is not on the "
+                             "one-writer path");
+    pthread_t th[DOOR_THREADS];
+    for (int t = 0; t < DOOR_THREADS; t++)
+        CHECK(pthread_create(&th[t], NULL, door_ops, sub[t]) == 0, "thread");
+    for (int t = 0; t < DOOR_THREADS; t++)
+        pthread_join(th[t], NULL);
+    CHECK(!cc__solo_active(), "five threads issued ops, and the process is still on the "
+                              "one-writer path");
+
+    cc__fr_snapshot_t *s = rec_snapshot();
+    uint64_t *ids = calloc(s->nentries, sizeof(uint64_t));
+    CHECK(ids != NULL, "memory");
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < s->nentries; k++) {
+        const cc__fr_entry_t *e = cc__fr_snap_entry(s, k);
+        if (e->type != CC_OP_ALLREDUCE) continue;
+        CHECK(e->state == CC__FR_COMPLETED, "op %llu in state %u", (unsigned long long)e->op_id,
+              e->state);
+        ids[n++] = e->op_id;
+    }
+    CHECK(n == (DOOR_THREADS + 1) * DOOR_OPS, "%u allreduce entries, want %d", n,
+          (DOOR_THREADS + 1) * DOOR_OPS);
+    qsort(ids, n, sizeof(uint64_t), cmp_u64);
+    for (uint32_t k = 1; k < n; k++)
+        CHECK(ids[k] != ids[k - 1], "op id %llu given twice", (unsigned long long)ids[k]);
+    free(ids);
+    cc__fr_snapshot_free(s);
+    for (int t = 0; t < DOOR_THREADS; t++)
+        cc_comm_destroy(sub[t]);
+    cc_comm_destroy(world);
+}
+
 static void run_child(void (*fn)(void))
 {
     rec_make_dir();
@@ -254,6 +324,12 @@ static void test_signal_over_section(void **state)
     run_child(case_signal);
 }
 
+static void test_door_threads(void **state)
+{
+    (void)state;
+    run_child(case_door);
+}
+
 static void test_setting_off(void **state)
 {
     (void)state;
@@ -265,6 +341,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_switch),
         cmocka_unit_test(test_signal_over_section),
+        cmocka_unit_test(test_door_threads),
         cmocka_unit_test(test_setting_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
