@@ -14,7 +14,13 @@
 # mode's runs, and the word CLOG attaches clog (CCOMM_CLOG to a file of this
 # run, all events). The recorder and its 4096 entries are on unless the
 # settings turn them off. OBS_TAX_COLL=broadcast in a mode's settings times
-# the 8-byte broadcast from rank 0 instead (bench/obs_tax.c).
+# the 8-byte broadcast from rank 0 instead (bench/obs_tax.c). The word MPI
+# runs the same loop over Open MPI instead (BUILD/bin/mpi_obs_tax under
+# mpirun, shared memory; add btl=tcp for its TCP transport), the peer's
+# figure in ns, where ccperf and mpi_bench print 10 ns steps:
+#
+#   bench/obs_modes.sh --close-only "ccomm:build:OBS_TAX_COLL=broadcast" \
+#                      "ompi:build:MPI OBS_TAX_COLL=broadcast"
 # Options before the modes: --launches N (9), --ranks N (2), --close-only (below), --rounds N (21), --ops N (5000 per round, after 10000 warm-up
 # calls; obs_tax waits 30 ms after init first, so that every round is timed
 # with the TSC stamps of a running job, not the clock_gettime ones of the first
@@ -47,8 +53,17 @@ bench_posint obs_modes.sh --ranks "$RANKS"
 bench_posint obs_modes.sh --rounds "$ROUNDS"
 bench_posint obs_modes.sh --ops "$OPS"
 [ $# -gt 0 ] || { echo "obs_modes.sh: no MODE given (see --help)" >&2; exit 2; }
+# The program a mode runs: "mpi" for a mode whose settings hold the word MPI, else "ccomm".
+lib_of() { case " $1 " in *" MPI "*) echo mpi ;; *) echo ccomm ;; esac; }
 for m in "$@"; do
-    IFS=: read -r name b _ <<<"$m"
+    IFS=: read -r name b settings <<<"$m"
+    if [ "$(lib_of "$settings")" = mpi ]; then
+        [ -n "$name" ] && [ -x "$b/bin/mpi_obs_tax" ] && command -v mpirun >/dev/null || {
+            echo "obs_modes.sh: mode \"$m\": MPI needs mpirun and BUILD/bin/mpi_obs_tax (built where an MPI C library is found)" >&2
+            exit 2
+        }
+        continue
+    fi
     [ -n "$name" ] && [ -x "$b/bin/obs_tax" ] && [ -x "$b/bin/ccrun" ] || {
         echo "obs_modes.sh: mode \"$m\": NAME:BUILD:SETTINGS with BUILD holding bin/obs_tax and bin/ccrun" >&2
         exit 2
@@ -73,13 +88,24 @@ while [ "$l" -lt "$tries" ] && [ "$kept" -lt "$LAUNCHES" ]; do
     : >"$T/round"
     for m in "$@"; do
         IFS=: read -r name b settings <<<"$m"
-        envs=()
+        envs=() mca=()
         for w in $settings; do
-            if [ "$w" = CLOG ]; then envs+=("CCOMM_CLOG=$T/clog.$l.%r.%p"); else envs+=("$w"); fi
+            case "$w" in
+            CLOG) envs+=("CCOMM_CLOG=$T/clog.$l.%r.%p") ;;
+            MPI) ;;
+            btl=*) mca=(--mca btl "${w#btl=},self" --mca pml ob1) ;;
+            *) envs+=("$w") ;;
+            esac
         done
+        if [ "$(lib_of "$settings")" = mpi ]; then
+            launch=(mpirun --allow-run-as-root --oversubscribe ${mca[@]+"${mca[@]}"} -n "$RANKS"
+                    "$b/bin/mpi_obs_tax")
+        else
+            launch=("$b/bin/ccrun" --no-prefix -n "$RANKS" "$b/bin/obs_tax")
+        fi
         r=$(env -u CCOMM_CLOG -u CCOMM_RECORDER_ENTRIES -u CCOMM_LTTNG ${envs[@]+"${envs[@]}"} \
             CCOMM_RECORDER_DIR="$FR" CCOMM_LOG_LEVEL=ERROR \
-            timeout 600 "$b/bin/ccrun" --no-prefix -n "$RANKS" "$b/bin/obs_tax" "$ROUNDS" "$OPS" 2>&1 |
+            timeout 600 "${launch[@]}" "$ROUNDS" "$OPS" 2>&1 |
             awk '$1 == "obs_tax" && $NF != "WRONG" { print $3, $5 }')
         [ -n "$r" ] || { echo "obs_modes.sh: mode $name, launch $l printed no time" >&2; exit 1; }
         # clog's records this launch: written (event lines) and dropped (END's count), every
@@ -109,7 +135,7 @@ if [ "$kept" = 0 ]; then
     echo "obs_modes.sh: no round ran close in $l (line_rtt before/after: $(paste -sd' ' "$T/rtts"))" >&2
     exit 1
 fi
-echo "obs_modes: ns per 8-byte allreduce, $RANKS ranks, $kept launches alternating; medians over launches"
+echo "obs_modes: ns per 8-byte op (allreduce; broadcast where a mode says OBS_TAX_COLL=broadcast), $RANKS ranks, $kept launches alternating; medians over launches"
 kept_txt=""
 [ "$CLOSE_ONLY" = 1 ] && kept_txt="; kept the $kept close rounds of $l"
 echo "  placement (line_rtt before/after each round, ns): $close close, $far far, $moved moved, $unknown unknown$kept_txt"
