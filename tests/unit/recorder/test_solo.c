@@ -293,6 +293,53 @@ static void case_door(void)
     cc_comm_destroy(world);
 }
 
+/* A fork while another thread is the owner, inside a section: the child's one thread becomes
+ * the owner at its first section, without waiting for a section that no thread of the child
+ * will ever leave. */
+static pthread_barrier_t g_fork_bar;
+
+static void *owner_in_section(void *arg)
+{
+    (void)arg;
+    uint64_t inside;
+    CHECK(cc__solo_enter(CC__SOLO_TAG_COUNTER, &inside) == 1, "the first writer is not the owner");
+    pthread_barrier_wait(&g_fork_bar); /* in the section: the main thread forks now */
+    pthread_barrier_wait(&g_fork_bar); /* forked */
+    cc__solo_leave();
+    return NULL;
+}
+
+static void case_fork(void)
+{
+    cc__solo_init();
+    pthread_t th;
+    CHECK(pthread_barrier_init(&g_fork_bar, NULL, 2) == 0, "barrier");
+    CHECK(pthread_create(&th, NULL, owner_in_section, NULL) == 0, "thread");
+    pthread_barrier_wait(&g_fork_bar);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(20);
+        uint64_t inside;
+        CHECK(cc__solo_enter(CC__SOLO_TAG_COUNTER, &inside) == 1,
+              "the child's only thread did not become the owner (inside %llu)",
+              (unsigned long long)inside);
+        cc__solo_leave();
+        CHECK(cc__solo_active(), "the child is not on the one-writer path");
+        _exit(0);
+    }
+    pthread_barrier_wait(&g_fork_bar);
+    pthread_join(th, NULL);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the forked child failed (status %d)",
+          status);
+    /* The parent: its owner is still the other thread (gone now); this thread switches. */
+    uint64_t inside;
+    CHECK(cc__solo_enter(CC__SOLO_TAG_COUNTER, &inside) == 0, "a second thread got the plain path");
+    CHECK(!cc__solo_active(), "the parent is still on the one-writer path");
+}
+
 static void run_child(void (*fn)(void))
 {
     rec_make_dir();
@@ -330,6 +377,12 @@ static void test_door_threads(void **state)
     run_child(case_door);
 }
 
+static void test_fork_in_section(void **state)
+{
+    (void)state;
+    run_child(case_fork);
+}
+
 static void test_setting_off(void **state)
 {
     (void)state;
@@ -342,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_switch),
         cmocka_unit_test(test_signal_over_section),
         cmocka_unit_test(test_door_threads),
+        cmocka_unit_test(test_fork_in_section),
         cmocka_unit_test(test_setting_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
