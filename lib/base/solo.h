@@ -67,7 +67,9 @@ int cc__solo_enter_slow(uint64_t tag, uint64_t *inside);
 static inline int cc__solo_enter(uint64_t tag, uint64_t *inside)
 {
     *inside = 0;
-    if (__builtin_expect(cc__solo_role != CC__SOLO_OWNER, 0)) return cc__solo_enter_slow(tag, inside);
+    unsigned char role = cc__solo_role;
+    if (__builtin_expect(role != CC__SOLO_OWNER, 0))
+        return role == CC__SOLO_SHARED ? 0 : cc__solo_enter_slow(tag, inside);
     uint64_t b = atomic_load_explicit(&cc__solo_g.busy, memory_order_relaxed);
     if (__builtin_expect(b != 0, 0)) {
         *inside = b;
