@@ -359,44 +359,27 @@ static void run_child(void (*fn)(void))
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-static void test_switch(void **state)
-{
-    (void)state;
-    run_child(case_switch);
-}
+/* Each case is one cmocka test, run in a child of its own. */
+struct solo_case {
+    void (*fn)(void);
+};
+static struct solo_case k_switch = {case_switch}, k_signal = {case_signal},
+                              k_door = {case_door}, k_fork = {case_fork}, k_off = {case_off};
 
-static void test_signal_over_section(void **state)
+static void test_in_child(void **state)
 {
-    (void)state;
-    run_child(case_signal);
-}
-
-static void test_door_threads(void **state)
-{
-    (void)state;
-    run_child(case_door);
-}
-
-static void test_fork_in_section(void **state)
-{
-    (void)state;
-    run_child(case_fork);
-}
-
-static void test_setting_off(void **state)
-{
-    (void)state;
-    run_child(case_off);
+    run_child(((struct solo_case *)*state)->fn);
 }
 
 int main(void)
 {
+    /* The names say which case failed: cmocka prints the test's name. */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_switch),
-        cmocka_unit_test(test_signal_over_section),
-        cmocka_unit_test(test_door_threads),
-        cmocka_unit_test(test_fork_in_section),
-        cmocka_unit_test(test_setting_off),
+        {"switch_to_locked", test_in_child, NULL, NULL, &k_switch},
+        {"signal_over_section", test_in_child, NULL, NULL, &k_signal},
+        {"door_threads", test_in_child, NULL, NULL, &k_door},
+        {"fork_in_section", test_in_child, NULL, NULL, &k_fork},
+        {"setting_off", test_in_child, NULL, NULL, &k_off},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
