@@ -51,13 +51,16 @@ void cc__solo_init(void)
     pthread_once(&g_once, solo_init_once);
 }
 
+/* 1: a joiner saw the owner out of its sections after the barrier; every later section of
+ * the owner sees `multi`, so later joiners need neither the barrier nor the wait. */
+static _Atomic int g_switched;
+
 /* Make the process's writers take the locked path, and wait for the owner's section, if
  * one is open, to end. */
 static void join(void)
 {
-    if (atomic_exchange(&cc__solo_g.multi, 1)) {
-        /* Another thread switched: it may still be waiting for the owner's section. */
-    }
+    if (atomic_load_explicit(&g_switched, memory_order_acquire)) return;
+    atomic_store(&cc__solo_g.multi, 1);
     /* Registered at init (g_ready 2 is the only way to an owner), so this cannot fail;
      * should it, the full fence below is what this thread can do. */
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
@@ -66,6 +69,7 @@ static void join(void)
         if (spins < 1000) cc__cpu_relax();
         else sched_yield(); /* the owner was preempted inside its section */
     }
+    atomic_store_explicit(&g_switched, 1, memory_order_release);
 }
 
 int cc__solo_enter_slow(uint64_t tag, uint64_t *inside)
