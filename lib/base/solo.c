@@ -54,6 +54,7 @@ void cc__solo_init(void)
 /* 1: a joiner saw the owner out of its sections after the barrier; every later section of
  * the owner sees `multi`, so later joiners need neither the barrier nor the wait. */
 static _Atomic int g_switched;
+static _Atomic unsigned g_barriers; /* joins that ran the barrier (cc__solo_barriers) */
 
 /* Make the process's writers take the locked path, and wait for the owner's section, if
  * one is open, to end. */
@@ -61,6 +62,7 @@ static void join(void)
 {
     if (atomic_load_explicit(&g_switched, memory_order_acquire)) return;
     atomic_store(&cc__solo_g.multi, 1);
+    atomic_fetch_add_explicit(&g_barriers, 1, memory_order_relaxed);
     /* Registered at init (g_ready 2 is the only way to an owner), so this cannot fail;
      * should it, the full fence below is what this thread can do. */
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
@@ -100,6 +102,11 @@ int cc__solo_enter_slow(uint64_t tag, uint64_t *inside)
     else atomic_store(&cc__solo_g.multi, 1);
     cc__solo_role = CC__SOLO_SHARED;
     return 0;
+}
+
+unsigned cc__solo_barriers(void)
+{
+    return atomic_load_explicit(&g_barriers, memory_order_relaxed);
 }
 
 int cc__solo_active(void)

@@ -99,4 +99,7 @@ void cc__solo_init(void);
 /* Whether the process still has one writer (for tests and the log). */
 int cc__solo_active(void);
 
+/* How many threads ran the switch's barrier (for tests: after the first switch, none). */
+unsigned cc__solo_barriers(void);
+
 #endif /* CC_BASE_SOLO_H */

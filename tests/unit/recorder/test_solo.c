@@ -65,6 +65,16 @@ static void *more_writer(void *arg)
     return NULL;
 }
 
+/* One op of a writer that starts after the switch (writer 3's numbers, past its own). */
+static void *late_writer(void *arg)
+{
+    (void)arg;
+    cc__op_t op;
+    stress_op(&op, 3, MORE_OPS);
+    stress_run(&op);
+    return NULL;
+}
+
 /* Every recorded op is in the ring at its record id, whole and ended; no id was given twice.
  * The ring holds them all (its capacity is above the total). */
 static void check_all_recorded(const cc__fr_snapshot_t *s, uint64_t *recorded)
@@ -129,6 +139,14 @@ static void case_switch(void)
     uint64_t recorded;
     check_all_recorded(s, &recorded);
     CHECK(!cc__solo_active(), "four threads wrote, and the process is still on the one-writer path");
+    /* A thread that writes after the switch takes the locked path without a barrier. */
+    unsigned barriers = cc__solo_barriers();
+    CHECK(barriers >= 1 && barriers <= WRITERS - 1, "%u barriers for %d joiners", barriers,
+          WRITERS - 1);
+    pthread_t late;
+    CHECK(pthread_create(&late, NULL, late_writer, NULL) == 0, "thread");
+    pthread_join(late, NULL);
+    CHECK(cc__solo_barriers() == barriers, "a writer after the switch ran the barrier again");
     uint64_t total = 0;
     for (int t = 0; t < WRITERS; t++)
         total += g_count[t];
