@@ -2,8 +2,8 @@
  * solo.h - plain stores for a process's one writing thread.
  *
  * Most training processes issue every op from one thread. The counters every
- * op bumps (the door's op id, the recorder's record id) and the recorder's
- * slot seqlocks then have one writer, and the locked instruction of each
+ * op bumps (the door's op id, the recorder's record id, clog's ring position)
+ * and the recorder's slot seqlocks then have one writer, and the locked instruction of each
  * update (some 20 cycles; 17 of a 2-rank 8-byte broadcast's 26 ns of
  * recorder cost, docs/performance.md, 2026-12-07 seventh session) buys
  * nothing. So the first thread to write becomes the process's owner and
@@ -42,8 +42,9 @@
 
 enum { CC__SOLO_UNKNOWN = 0, CC__SOLO_OWNER = 1, CC__SOLO_SHARED = 2 };
 
-/* A tag for sections that hold no slot (the counters). */
+/* Tags of sections that hold no recorder slot: the door's op id, clog's ring position. */
 #define CC__SOLO_TAG_COUNTER UINT64_MAX
+#define CC__SOLO_TAG_CLOG    (UINT64_MAX - 1)
 
 struct cc__solo {
     alignas(64) _Atomic uint64_t busy; /* the owner's section's tag, 0 outside; owner writes */

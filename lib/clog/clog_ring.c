@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/solo.h"
 #include "clog/clog_ring.h"
 
 int cc__clog_ring_init(struct cc__clog_ring *r, uint64_t cap)
@@ -35,8 +36,34 @@ void cc__clog_ring_fini(struct cc__clog_ring *r)
     r->slots = NULL;
 }
 
+/*
+ * The producers' claim is a compare-and-swap of the tail, as many threads may log. While the
+ * process has one writing thread (base/solo.h) that thread is the only producer: a load and a
+ * store take the position (two records an op, Q+S and E, each a locked instruction less).
+ * A signal handler over that thread's claim (an abort record in the fatal-signal path) drops
+ * its record, counted: the interrupted claim may be between its load and its store.
+ */
 struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos_out)
 {
+    uint64_t inside;
+    if (cc__solo_enter(CC__SOLO_TAG_CLOG, &inside)) {
+        uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        struct cc__clog_slot *s = &r->slots[pos & (r->cap - 1)];
+        int free_slot = atomic_load_explicit(&s->seq, memory_order_acquire) == pos;
+        if (free_slot) atomic_store_explicit(&r->tail, pos + 1, memory_order_relaxed);
+        cc__solo_leave();
+        if (free_slot) {
+            *pos_out = pos;
+            return &s->rec;
+        }
+        /* The writer has not freed the slot of the previous lap: full. */
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        return NULL;
+    }
+    if (inside == CC__SOLO_TAG_CLOG) {
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        return NULL;
+    }
     uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
     for (;;) {
         struct cc__clog_slot *s = &r->slots[pos & (r->cap - 1)];

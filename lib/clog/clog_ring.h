@@ -9,6 +9,8 @@
  * p + 1 in the slot's sequence word; the consumer takes slot `head` once its
  * word reads head + 1 and frees it for the next lap by storing head + cap.
  * A full ring never blocks a producer: the record is dropped and counted.
+ * While the process has one writing thread (base/solo.h), that thread claims
+ * with a plain load and store of `tail` instead of the CAS (clog_ring.c).
  */
 #ifndef CC_CLOG_RING_H
 #define CC_CLOG_RING_H

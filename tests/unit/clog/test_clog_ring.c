@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "base/solo.h"
 #include "ccomm/ccomm.h"
 #include "clog_test_util.h"
 
@@ -157,38 +158,25 @@ static void *produce(void *arg)
     return NULL;
 }
 
-/*
- * Four producers race on a small ring. Every record is either in the file
- * or counted as dropped; no line is torn or doubled; each producer's lines
- * keep its order.
- */
-static void test_concurrent_producers(void **state)
+/* Close c and check its file: every record of producers 1..nt is in it or counted as dropped;
+ * no line is torn or doubled; each producer's lines keep its order. */
+static void close_and_check(cc_clog_t *c, int nt, uint64_t records)
 {
-    (void)state;
-    enum { NT = 4, PER = 20000 };
-    cc_clog_t *c = open_small("conc.log", 256);
-    pthread_t t[NT];
-    struct producer p[NT];
-    for (int i = 0; i < NT; i++) {
-        p[i] = (struct producer){c, i + 1, PER};
-        assert_int_equal(pthread_create(&t[i], NULL, produce, &p[i]), 0);
-    }
-    for (int i = 0; i < NT; i++)
-        pthread_join(t[i], NULL);
     char path[256];
     snprintf(path, sizeof(path), "%s", cc_clog_path(c));
     uint64_t dropped = cc_clog_dropped(c);
     assert_int_equal(cc_clog_close(c), CC_OK);
     int n;
     char **l = read_lines(path, &n);
-    uint64_t last[NT + 1][2] = {{0}}, events = 0, drop_total = 0;
+    uint64_t last[8][2] = {{0}}, events = 0, drop_total = 0;
+    assert_true(nt < 8);
     for (int i = 1; i < n; i++) {
         unsigned sig;
         char ev;
         unsigned long long id, seq;
         if (sscanf(l[i], "C%u|%c|op_id=%llu|seq=%llu|", &sig, &ev, &id, &seq) == 4) {
             int th = (int)(id >> 32), k = ev == 'E';
-            assert_true(th >= 1 && th <= NT);
+            assert_true(th >= 1 && th <= nt);
             assert_true((id & 0xffffffffu) == seq);
             assert_true(seq > last[th][k]); /* per-producer order, no duplicates */
             last[th][k] = seq;
@@ -203,9 +191,61 @@ static void test_concurrent_producers(void **state)
                         !strncmp(l[i], "new_comm|", 9));
         }
     }
-    assert_int_equal(events + dropped, (uint64_t)NT * PER * 2);
+    assert_int_equal(events + dropped, records);
     assert_int_equal(drop_total, dropped);
     lines_free(l);
+}
+
+/* Four producers race on a small ring. */
+static void test_concurrent_producers(void **state)
+{
+    (void)state;
+    enum { NT = 4, PER = 20000 };
+    cc_clog_t *c = open_small("conc.log", 256);
+    pthread_t t[NT];
+    struct producer p[NT];
+    for (int i = 0; i < NT; i++) {
+        p[i] = (struct producer){c, i + 1, PER};
+        assert_int_equal(pthread_create(&t[i], NULL, produce, &p[i]), 0);
+    }
+    for (int i = 0; i < NT; i++)
+        pthread_join(t[i], NULL);
+    close_and_check(c, NT, (uint64_t)NT * PER * 2);
+}
+
+/*
+ * The process's one writing thread (base/solo.h) claims positions with plain stores; when
+ * four more producers start, the process switches to the compare-and-swap. Nothing is lost
+ * or doubled across the switch. Last in main's list: the switch is for the whole process,
+ * and the tests before it ran before cc__solo_init, on the compare-and-swap.
+ */
+static void test_one_producer_then_four(void **state)
+{
+    (void)state;
+    enum { NT = 4, PER = 20000 };
+    cc__solo_init();
+    cc_clog_t *c = open_small("solo.log", 1u << 16);
+    struct producer first = {c, NT + 1, PER / 2};
+    produce(&first); /* the first half of producer NT + 1's records, alone */
+    assert_true(cc__solo_active());
+    assert_int_equal(cc_clog_dropped(c), 0);
+    pthread_t t[NT];
+    struct producer p[NT];
+    for (int i = 0; i < NT; i++) {
+        p[i] = (struct producer){c, i + 1, PER};
+        assert_int_equal(pthread_create(&t[i], NULL, produce, &p[i]), 0);
+    }
+    for (int i = PER / 2 + 1; i <= PER; i++) { /* and its second half, among the others */
+        cc__op_t op = make_op(CC_OP_ALLREDUCE, (uint64_t)(NT + 1) << 32 | (uint64_t)i,
+                              (uint64_t)i, (size_t)(NT + 1));
+        cc__clog_on_pre(&op.info, c);
+        op.info.status = CC_OK;
+        cc__clog_on_post(&op.info, c);
+    }
+    for (int i = 0; i < NT; i++)
+        pthread_join(t[i], NULL);
+    assert_false(cc__solo_active());
+    close_and_check(c, NT + 1, (uint64_t)(NT + 1) * PER * 2);
 }
 
 /* A flush returns once the lines are in the file; close writes the rest. */
@@ -307,7 +347,7 @@ int main(void)
         cmocka_unit_test(test_ring_basics),     cmocka_unit_test(test_ring_in_place),
         cmocka_unit_test(test_drop_counting),   cmocka_unit_test(test_concurrent_producers),
         cmocka_unit_test(test_flush_and_close), cmocka_unit_test(test_flush_at_exit),
-        cmocka_unit_test(test_fork_child),
+        cmocka_unit_test(test_fork_child),      cmocka_unit_test(test_one_producer_then_four),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tmpdir_remove();
