@@ -194,9 +194,10 @@
       "Entries in each process's flight recorder ring; 0 turns the recorder off.", 0)              \
     X(SOLO_WRITER, solo_writer, BOOL, "1",                                                         \
       "While one thread of the process is the only one to issue ops and write the flight "        \
-      "recorder, it bumps the op and record ids and takes entries with plain stores; a second "   \
-      "writing thread switches the process, once, to locked instructions (membarrier(2) makes "   \
-      "the switch safe). 0: locked instructions from the start.",                                 \
+      "recorder and clog, it bumps the op and record ids and takes recorder entries and clog "   \
+      "positions with plain stores; a second writing thread switches the process, once, to "     \
+      "locked instructions (membarrier(2) makes the switch safe). 0: locked instructions from "   \
+      "the start.",                                                                               \
       0)                                                                                           \
     X(RECORDER_STACK, recorder_stack, BOOL, "0",                                                   \
       "Record the caller's return addresses with every op (symbolised by ccdump).", 0)             \
