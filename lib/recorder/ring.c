@@ -1,5 +1,6 @@
 /*
- * ring.c - the ring file and its entries' transitions.
+ * ring.c - the transitions of a ring's entries (ring_file.c makes, maps and
+ * closes the file).
  *
  * Writers claim a record id with one atomic add on hdr->next_record_id; the
  * slot is (record_id - 1) % capacity. Each slot's first word is a seqlock:
@@ -14,20 +15,12 @@
  * see the same odd-then-even sequence, and no other writer exists until a
  * second thread has switched the process to the locked path.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ccomm/types.h"
-#include "ccomm/version.h"
 #include "base/clock.h"
-#include "base/fsutil.h"
 #include "base/solo.h"
-#include "base/log.h"
 #include "recorder/ring.h"
 
 #define SPINS_WRITE 4096 /* a holder is never preempted for long; this is ~100 us */
@@ -106,6 +99,21 @@ static inline void slot_unlock(cc__fr_entry_t *e, uint64_t s, int changed)
     __atomic_store_n(&e->seq, changed ? s + 2 : s, __ATOMIC_RELEASE);
 }
 
+/* Inside a section of the one writing thread (base/solo.h): take e's seqlock with a plain
+ * store. Its even value, or 1 after closing the section when it is odd, which no other writer
+ * can leave: never seen; the caller falls back on the locked path's bounded spin. */
+static inline uint64_t solo_lock(cc__fr_entry_t *e)
+{
+    uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+    if (__builtin_expect(!(s & 1), 1)) {
+        /* The words stored after this one are release stores: none passes it. */
+        __atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+        return s;
+    }
+    cc__solo_leave();
+    return 1;
+}
+
 /*
  * Take the seqlock of e, the slot at idx: with a plain store while this
  * thread is the process's only writer (*solo 1: give it back with
@@ -118,14 +126,11 @@ static inline uint64_t slot_take(cc__fr_entry_t *e, uint64_t idx, int spins, int
     uint64_t inside;
     *solo = 0;
     if (cc__solo_enter(idx + 1, &inside)) {
-        uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-        if (__builtin_expect(!(s & 1), 1)) {
-            /* The words stored after this one are release stores: none passes it. */
-            __atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+        uint64_t s = solo_lock(e);
+        if (!(s & 1)) {
             *solo = 1;
             return s;
         }
-        cc__solo_leave(); /* odd with no other writer: never seen; keep the bounded spin */
     } else if (inside == idx + 1) {
         return 1;
     }
@@ -142,16 +147,6 @@ static inline void slot_give(cc__fr_entry_t *e, uint64_t s, int changed, int sol
 static inline void count(uint64_t *word)
 {
     __atomic_fetch_add(word, 1, __ATOMIC_RELAXED);
-}
-
-/* Copy a C string into a fixed field, truncated, always terminated. */
-static inline void put_str(char *dst, size_t cap, const char *src)
-{
-    /* strnlen and memcpy, not a byte loop: this runs for two or three names
-     * per op (a byte loop was 250 instructions a name, bench/obs_instr.sh). */
-    size_t n = src ? strnlen(src, cap - 1) : 0;
-    if (n) memcpy(dst, src, n);
-    dst[n] = '\0';
 }
 
 /* The entry's fixed part: everything before the name fields (lines 0-1 and line 2 up to
@@ -233,25 +228,10 @@ void cc__fr_entry_fill(cc__fr_entry_t *e, const cc_op_info_t *info, int comm_slo
     pack_fixed(w, info, comm_slot, tid, t_enqueue_ns, 0, CC__FR_SCHEDULED, 0);
     memcpy(e, w, sizeof(w));
     /* Known at PRE only for some ops; START and POST fill them in later. */
-    put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
-    put_str(e->transport, sizeof(e->transport), info->transport);
-    put_str(e->engine, sizeof(e->engine), info->engine);
+    cc__fr_put_str(e->algorithm, sizeof(e->algorithm), info->algorithm);
+    cc__fr_put_str(e->transport, sizeof(e->transport), info->transport);
+    cc__fr_put_str(e->engine, sizeof(e->engine), info->engine);
 }
-
-/*
- * What a slot's name fields (algorithm, transport, engine) hold, so that a
- * write can skip what is there already. p[k] is the pointer whose string
- * field k holds, NUL-padded; NULL: the field is all zeros; UNKNOWN_NAME:
- * anything (a whole entry was copied in). Bit k of `cut`: a PRE since set
- * only the field's first byte to NUL, so it reads "" and the rest is still
- * p[k]'s (readers stop at the first NUL); storing p[k][0] there again makes
- * it whole. A new ring file is all zeros, and calloc makes every p[k] NULL:
- * the cache starts true.
- */
-struct cc__fr_slot_names {
-    const char *p[3];
-    uint32_t cut;
-};
 
 enum { NAME_ALGORITHM, NAME_TRANSPORT, NAME_ENGINE };
 static const char UNKNOWN_NAME[] = "?";
@@ -272,7 +252,7 @@ static void store_str_field(void *dst, size_t cap, const char *src)
 {
     char buf[32];
     memset(buf, 0, sizeof(buf));
-    put_str(buf, cap, src);
+    cc__fr_put_str(buf, cap, src);
     cc__fr_store_words(dst, buf, cap);
 }
 
@@ -333,20 +313,15 @@ static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *i
     uint64_t id = __atomic_load_n(&r->hdr->next_record_id, __ATOMIC_RELAXED) + 1;
     uint64_t i = slot_index(r, id);
     cc__fr_entry_t *slot = slot_at(r, i);
-    uint64_t inside;
+    uint64_t inside, s;
     *solo = 0;
     if (cc__solo_enter(i + 1, &inside)) {
-        uint64_t s = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
-        if (__builtin_expect(!(s & 1), 1)) {
+        s = solo_lock(slot);
+        if (!(s & 1)) {
             __atomic_store_n(&r->hdr->next_record_id, id, __ATOMIC_RELAXED);
-            __atomic_store_n(&slot->seq, s + 1, __ATOMIC_RELAXED);
-            *rid = id;
-            *idx = i;
-            *seq = s;
             *solo = 1;
-            return slot;
+            goto claimed;
         }
-        cc__solo_leave();
     } else if (inside) {
         /* A signal handler over the owner's section, which may be between its load and
          * store of the counter: an id taken now could be taken twice. */
@@ -357,18 +332,18 @@ static inline cc__fr_entry_t *claim(cc__fr_ring_t *r, uint64_t *rid, uint64_t *i
         id = __atomic_add_fetch(&r->hdr->next_record_id, 1, __ATOMIC_RELAXED);
         i = slot_index(r, id);
         slot = slot_at(r, i);
-        uint64_t s = slot_lock(slot, SPINS_CLAIM);
-        if (!(s & 1)) {
-            *rid = id;
-            *idx = i;
-            *seq = s;
-            return slot;
-        }
+        s = slot_lock(slot, SPINS_CLAIM);
+        if (!(s & 1)) goto claimed;
         /* A writer sits on this slot (preempted, or a late update): leave
          * the id unused rather than wait on the op path. */
         count(&r->hdr->skipped);
     }
     return NULL;
+claimed:
+    *rid = id;
+    *idx = i;
+    *seq = s;
+    return slot;
 }
 
 static inline void store_frames(cc__fr_entry_t *slot, const uint64_t *frames, unsigned n)
@@ -629,216 +604,4 @@ uint32_t cc__fr_state_of_status(int status)
     default:
         return CC__FR_FAILED;
     }
-}
-
-/* Where the tables and the slots go in the file. */
-struct layout {
-    uint64_t comm_off, rank_off, module_off, header_size, file_size;
-    uint32_t comm_cap, rank_cap, entry_size;
-};
-
-static uint64_t round_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
-/*
- * Tables are sized once: growing a shared mapping under running writers is
- * not worth its complexity. Their pages are reserved with the slots (about
- * 280 KiB next to 1 MiB of slots by default), so they are sized for real
- * jobs, not for the worst case: 512 comms, and members for 64 comms of the
- * world's size (at least 16384 ranks), enough for world plus the splits
- * training jobs make.
- */
-static void plan(const cc__fr_ring_params_t *p, struct layout *l)
-{
-    l->comm_cap = p->comm_capacity ? p->comm_capacity : CC__FR_COMM_CAPACITY;
-    /* Entries name their comm with a u16; 0xffff means none. */
-    if (l->comm_cap >= CC__FR_NO_COMM) l->comm_cap = CC__FR_NO_COMM - 1;
-    uint64_t ranks = p->rank_capacity;
-    if (!ranks) ranks = p->world_size > 256 ? (uint64_t)p->world_size * 64 : 16384;
-    l->rank_cap = ranks > (1u << 24) ? (1u << 24) : (uint32_t)ranks;
-    /* Whole cache lines per slot: two writers never share a line. */
-    l->entry_size = (uint32_t)round_up(CC__FR_ENTRY_BYTES + 8 * p->stack_depth, 64);
-    l->comm_off = 4096;
-    l->rank_off = l->comm_off + (uint64_t)l->comm_cap * CC__FR_COMM_BYTES;
-    l->module_off = round_up(l->rank_off + (uint64_t)l->rank_cap * 4, 64);
-    l->header_size = round_up(l->module_off + CC__FR_MODULE_CAPACITY * CC__FR_MODULE_BYTES, 4096);
-    l->file_size = l->header_size + (uint64_t)p->capacity * l->entry_size;
-}
-
-/* Identity and geometry; the magic is stored last, with release order, so a
- * reader that sees it sees the rest. */
-static void write_header(cc__fr_ring_t *r, const cc__fr_ring_params_t *p, const struct layout *l)
-{
-    cc__fr_header_t *h = r->hdr;
-    h->version_major = CC__FR_VERSION_MAJOR;
-    h->version_minor = CC__FR_VERSION_MINOR;
-    h->header_size = (uint32_t)l->header_size;
-    h->entry_size = l->entry_size;
-    h->capacity = p->capacity;
-    h->stack_depth = p->stack_depth;
-    h->file_size = l->file_size;
-    h->rank = p->rank;
-    h->world_size = p->world_size;
-    h->pid = (int32_t)getpid();
-    h->header_struct = CC__FR_HEADER_BYTES;
-    /* Read back to back: entries keep monotonic times (cheap, never jump);
-     * readers turn them into wall-clock times with this pair. */
-    h->realtime_base_ns = cc__realtime_ns();
-    h->monotonic_base_ns = cc__now_ns();
-    h->comm_off = l->comm_off;
-    h->comm_capacity = l->comm_cap;
-    h->comm_size = CC__FR_COMM_BYTES;
-    h->rank_off = l->rank_off;
-    h->rank_capacity = l->rank_cap;
-    h->module_off = l->module_off;
-    h->module_capacity = CC__FR_MODULE_CAPACITY;
-    h->module_size = CC__FR_MODULE_BYTES;
-    put_str(h->host, sizeof(h->host), p->host);
-    put_str(h->job_id, sizeof(h->job_id), p->job_id);
-    put_str(h->lib_version, sizeof(h->lib_version), CC_VERSION_STRING);
-    uint64_t magic;
-    memcpy(&magic, CC__FR_MAGIC, 8);
-    __atomic_store_n((uint64_t *)(void *)h->magic, magic, __ATOMIC_RELEASE);
-}
-
-/* A new file of our own. The name carries the pid, so one already there is
- * an earlier process's with the same pid: replaced, never reused (it may
- * not be ours, and its mode and size are not what we would choose). */
-static cc_status_t create_file(cc__fr_ring_t *r, const char *path)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        r->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (r->fd >= 0 || errno != EEXIST || attempt) break;
-        cc_log_warn(CC_SUBSYS_RECORDER, "recorder: removing stale ring file %s", path);
-        unlink(path);
-    }
-    if (r->fd < 0) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot create ring file %s: %s", path,
-                     strerror(errno));
-        return CC_ERR_SYSTEM;
-    }
-    /* Only a file no one else can truncate may back the mapping (SIGBUS). */
-    char why[PATH_MAX + 100];
-    if (cc__fd_own_file(r->fd, path, why, sizeof(why)) != 0) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: refusing ring file: %s", why);
-        return CC_ERR_SYSTEM;
-    }
-    return CC_OK;
-}
-
-/* Open, size and map the file. */
-static cc_status_t map_file(cc__fr_ring_t *r, const char *path, uint64_t size)
-{
-    CC_CHECK(create_file(r, path));
-    /* Reserve the pages now: a full tmpfs must fail here, not SIGBUS later. */
-    int err = posix_fallocate(r->fd, 0, (off_t)size);
-    if (err == EOPNOTSUPP || err == EINVAL) err = ftruncate(r->fd, (off_t)size) ? errno : 0;
-    if (err) {
-        char need[32], sp[PATH_MAX + 64], dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) *slash = '\0';
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot reserve %s for %s: %s (%s)%s",
-                     cc__bytes_str(size, need, sizeof(need)), path, strerror(err),
-                     cc__space_str(dir, sp, sizeof(sp)),
-                     err == ENOSPC ? "; set CCOMM_RECORDER_DIR to a directory with room, lower "
-                                     "CCOMM_RECORDER_ENTRIES, or give /dev/shm more room (docker "
-                                     "run --shm-size=1g)"
-                                   : "");
-        return CC_ERR_SYSTEM;
-    }
-    /* Populated: the pages fallocate reserved enter our page tables now, not
-     * one fault every 16 slots of the first lap on the op path. */
-    void *base =
-        mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
-    if (base == MAP_FAILED) {
-        cc_log_error(CC_SUBSYS_RECORDER, "recorder: cannot map %s (%llu bytes): %s", path,
-                     (unsigned long long)size, strerror(errno));
-        return CC_ERR_SYSTEM;
-    }
-    /* The mapping keeps the file; the descriptor is not needed any more. */
-    close(r->fd);
-    r->fd = -1;
-    r->hdr = base;
-    r->size = (size_t)size;
-    return CC_OK;
-}
-
-cc_status_t cc__fr_ring_create(const char *path, const cc__fr_ring_params_t *p, cc__fr_ring_t **out)
-{
-    cc__solo_init(); /* before the ring's first entry (base/solo.h) */
-    if (!path || strlen(path) >= PATH_MAX || !p || !out || p->capacity < 1 ||
-        p->capacity > CC__FR_MAX_CAPACITY || p->stack_depth > CC__FR_MAX_FRAMES) {
-        cc_log_error(CC_SUBSYS_RECORDER,
-                     "recorder: bad ring parameters (path %s, capacity %u, "
-                     "stack depth %u)",
-                     path ? path : "NULL", p ? p->capacity : 0, p ? p->stack_depth : 0);
-        return CC_ERR_INVALID_ARG;
-    }
-    struct layout l;
-    plan(p, &l);
-    /* The names cache lives and dies with the struct (see ring.h). */
-    cc__fr_ring_t *r = calloc(1, sizeof(*r) + (size_t)p->capacity * sizeof(*r->names));
-    if (!r) return CC_ERR_NO_MEMORY;
-    r->names = (struct cc__fr_slot_names *)(void *)(r + 1);
-    r->fd = -1;
-    cc_status_t st = map_file(r, path, l.file_size);
-    if (st != CC_OK) {
-        /* A half-made file without its magic would only confuse ccdump. */
-        if (r->fd >= 0) close(r->fd);
-        unlink(path);
-        free(r);
-        return st;
-    }
-    unsigned char *base = (unsigned char *)r->hdr;
-    r->slots = base + l.header_size;
-    r->comms = (cc__fr_comm_t *)(void *)(base + l.comm_off);
-    r->ranks = (int32_t *)(void *)(base + l.rank_off);
-    r->modules = (cc__fr_module_t *)(void *)(base + l.module_off);
-    r->capacity = p->capacity;
-    /* A power-of-two capacity turns the per-op modulo into a mask. */
-    r->mask = (p->capacity & (p->capacity - 1)) ? 0 : p->capacity - 1;
-    r->entry_size = l.entry_size;
-    r->stack_depth = p->stack_depth;
-    r->comm_capacity = l.comm_cap;
-    memcpy(r->path, path, strlen(path) + 1);
-    write_header(r, p, &l);
-    *out = r;
-    return CC_OK;
-}
-
-int cc__fr_failure_recorded(const cc__fr_header_t *h, const cc__fr_comm_t *comms, uint64_t ncomms,
-                            char *why, size_t whylen)
-{
-    uint64_t sig = __atomic_load_n(&h->fatal_signal, __ATOMIC_ACQUIRE);
-    uint64_t dumps = __atomic_load_n(&h->dump_count, __ATOMIC_ACQUIRE);
-    if (sig) return snprintf(why, whylen, "fatal signal %llu", (unsigned long long)sig), 1;
-    if (dumps) return snprintf(why, whylen, "%llu dump(s) written", (unsigned long long)dumps), 1;
-    for (uint64_t i = 0; i < ncomms; i++) {
-        if (!(__atomic_load_n(&comms[i].flags, __ATOMIC_ACQUIRE) & CC__FR_CF_ABORTED)) continue;
-        snprintf(why, whylen, "communicator %.64s (%016llx) aborted", comms[i].name,
-                 (unsigned long long)comms[i].comm_id);
-        return 1;
-    }
-    return 0;
-}
-
-void cc__fr_ring_destroy(cc__fr_ring_t *r)
-{
-    if (!r) return;
-    if (r->hdr) {
-        /* Tells readers the process did not die with this ring open. */
-        __atomic_store_n(&r->hdr->closed_ns, cc__now_ns(), __ATOMIC_RELEASE);
-        munmap(r->hdr, r->size);
-    }
-    free(r);
-}
-
-void cc__fr_ring_detach(cc__fr_ring_t *r)
-{
-    if (!r) return;
-    if (r->hdr) munmap(r->hdr, r->size);
-    free(r);
 }

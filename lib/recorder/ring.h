@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ccomm/hooks.h"
 #include "recorder/format.h"
@@ -32,6 +33,31 @@ typedef struct cc__fr_ring_params {
     const char *job_id;
 } cc__fr_ring_params_t;
 
+/*
+ * What a slot's name fields (algorithm, transport, engine) hold, so that a
+ * write can skip what is there already. p[k] is the pointer whose string
+ * field k holds, NUL-padded; NULL: the field is all zeros; UNKNOWN_NAME (ring.c):
+ * anything (a whole entry was copied in). Bit k of `cut`: a PRE since set
+ * only the field's first byte to NUL, so it reads "" and the rest is still
+ * p[k]'s (readers stop at the first NUL); storing p[k][0] there again makes
+ * it whole. A new ring file is all zeros, and calloc makes every p[k] NULL:
+ * the cache starts true.
+ */
+struct cc__fr_slot_names {
+    const char *p[3];
+    uint32_t cut;
+};
+
+/* Copy a C string into a fixed field, truncated, always terminated. */
+static inline void cc__fr_put_str(char *dst, size_t cap, const char *src)
+{
+    /* strnlen and memcpy, not a byte loop: this runs for two or three names
+     * per op (a byte loop was 250 instructions a name, bench/obs_instr.sh). */
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    if (n) memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 /* A mapped ring (process memory; the pointers point into the mapping). */
 typedef struct cc__fr_ring {
     cc__fr_header_t *hdr;
@@ -46,7 +72,7 @@ typedef struct cc__fr_ring {
     uint32_t comm_capacity; /* hdr->comm_capacity, kept here: the op path's bound check reads
                              * process memory, not the header's line */
     /* Process-private, allocated with the struct: per slot, what its name
-     * fields hold (ring.c, struct cc__fr_slot_names). The names come from the
+     * fields hold (struct cc__fr_slot_names, above). The names come from the
      * engines' static tables, so an equal pointer means an equal string and a
      * write may skip the store. Written under the slot's seqlock only; a
      * forked child drops the ring, and this with it. */
