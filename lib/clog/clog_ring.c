@@ -36,34 +36,10 @@ void cc__clog_ring_fini(struct cc__clog_ring *r)
     r->slots = NULL;
 }
 
-/*
- * The producers' claim is a compare-and-swap of the tail, as many threads may log. While the
- * process has one writing thread (base/solo.h) that thread is the only producer: a load and a
- * store take the position (two records an op, Q+S and E, each a locked instruction less).
- * A signal handler over that thread's claim (an abort record in the fatal-signal path) drops
- * its record, counted: the interrupted claim may be between its load and its store.
- */
-struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos_out)
+/* Claim the next position: its slot, or NULL when the ring is full. `alone`: no other
+ * producer can run meanwhile, so a store takes the position; else a compare-and-swap. */
+static struct cc__clog_rec *take(struct cc__clog_ring *r, uint64_t *pos_out, int alone)
 {
-    uint64_t inside;
-    if (cc__solo_enter(CC__SOLO_TAG_CLOG, &inside)) {
-        uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
-        struct cc__clog_slot *s = &r->slots[pos & (r->cap - 1)];
-        int free_slot = atomic_load_explicit(&s->seq, memory_order_acquire) == pos;
-        if (free_slot) atomic_store_explicit(&r->tail, pos + 1, memory_order_relaxed);
-        cc__solo_leave();
-        if (free_slot) {
-            *pos_out = pos;
-            return &s->rec;
-        }
-        /* The writer has not freed the slot of the previous lap: full. */
-        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-        return NULL;
-    }
-    if (inside == CC__SOLO_TAG_CLOG) {
-        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-        return NULL;
-    }
     uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
     for (;;) {
         struct cc__clog_slot *s = &r->slots[pos & (r->cap - 1)];
@@ -71,20 +47,40 @@ struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos_
         int64_t diff = (int64_t)(seq - pos);
         if (diff == 0) {
             /* Free for this lap: claim it; a failed CAS reloads pos. */
+            if (alone) {
+                atomic_store_explicit(&r->tail, pos + 1, memory_order_relaxed);
+                *pos_out = pos;
+                return &s->rec;
+            }
             if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed)) {
                 *pos_out = pos;
                 return &s->rec;
             }
         } else if (diff < 0) {
-            /* The writer has not freed the slot of the previous lap: full. */
-            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-            return NULL;
+            return NULL; /* the writer has not freed the slot of the previous lap */
         } else {
             /* Another producer took pos meanwhile. */
             pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
+}
+
+/*
+ * Many threads may log, so a claim is a compare-and-swap of the tail. While the process has
+ * one writing thread (base/solo.h) that thread is the only producer and claims with a store
+ * (two records an op, Q+S and E, each a locked instruction less). A signal handler over that
+ * thread's claim (an abort record in the fatal-signal path) drops its record, counted: the
+ * interrupted claim may be between its load and its store.
+ */
+struct cc__clog_rec *cc__clog_ring_claim(struct cc__clog_ring *r, uint64_t *pos_out)
+{
+    uint64_t inside;
+    int alone = cc__solo_enter(CC__SOLO_TAG_CLOG, &inside);
+    struct cc__clog_rec *rec = inside == CC__SOLO_TAG_CLOG ? NULL : take(r, pos_out, alone);
+    if (alone) cc__solo_leave();
+    if (!rec) atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+    return rec;
 }
 
 int cc__clog_ring_push(struct cc__clog_ring *r, const struct cc__clog_rec *rec)
